@@ -1,0 +1,89 @@
+/**
+ * Canonical status codes a domain error can carry. They are the gRPC codes by name, which every
+ * transport understands; the server maps them to its protocol in one place.
+ */
+export type StatusCode =
+  | "CANCELLED"
+  | "INVALID_ARGUMENT"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_FOUND"
+  | "ALREADY_EXISTS"
+  | "PERMISSION_DENIED"
+  | "RESOURCE_EXHAUSTED"
+  | "FAILED_PRECONDITION"
+  | "OUT_OF_RANGE"
+  | "UNAVAILABLE"
+  | "INTERNAL";
+
+/**
+ * Categories of failure, sent as `ToolError.error_type`. The README lists each with the status code
+ * or result it comes with.
+ */
+export const ErrorType = {
+  /** The request itself is malformed: a name, filter, page token or timeout. */
+  InvalidRequest: "InvalidRequestError",
+  /** A spec could not be registered: invalid, colliding, or over a limit. */
+  Registration: "RegistrationError",
+  /** The tool or registry does not exist. */
+  NotFound: "NotFoundError",
+  /** The tool to activate does not exist. */
+  Activation: "ActivationError",
+  /** Execute was called for a tool that is not active in the runner. */
+  NotActive: "NotActiveError",
+  /** The server holds no handler for the tool. */
+  HandlerMissing: "HandlerMissingError",
+  /** A server limit was reached. */
+  ResourceExhausted: "ResourceExhaustedError",
+  /** A resumable stream cannot resume from where the client asked. */
+  OutOfRange: "OutOfRangeError",
+  /** The server is shutting down. */
+  Unavailable: "UnavailableError",
+  /** Inputs are not a JSON object or break the tool's input schema (a failed result). */
+  InputValidation: "InputValidationError",
+  /** Output is not a JSON object or breaks the tool's output schema (a failed result). */
+  OutputValidation: "OutputValidationError",
+  /** The handler threw or rejected (a failed result). */
+  Handler: "HandlerError",
+  /** The run outlived its timeout or the RPC deadline (a failed result). */
+  Timeout: "TimeoutError",
+  /** The run was cancelled by its caller (a failed result). */
+  Cancelled: "CancelledError",
+  /** A bug in the server; the details are logged, never sent. */
+  Internal: "InternalError",
+} as const;
+
+/** One of the values of {@link ErrorType}. */
+export type ErrorTypeName = (typeof ErrorType)[keyof typeof ErrorType];
+
+/**
+ * A request that cannot be served (DESIGN.md §5, tier 2): a status code plus the fields of a
+ * `ToolError`. The server turns it into an RPC status with the `ToolError` attached as a detail.
+ */
+export class ToolRuntimeError extends Error {
+  override readonly name = "ToolRuntimeError";
+
+  /**
+   * @param code the status code the RPC answers with
+   * @param errorType the `ToolError.error_type`
+   * @param details the message: lowercase, names the subject in quotes, says what would fix it
+   * @param toolName the namespaced tool concerned, or "" when none
+   */
+  constructor(
+    readonly code: StatusCode,
+    readonly errorType: ErrorTypeName,
+    readonly details: string,
+    readonly toolName = "",
+  ) {
+    super(details);
+  }
+}
+
+/** Whether `value` is a {@link ToolRuntimeError}. */
+export function isToolRuntimeError(value: unknown): value is ToolRuntimeError {
+  return value instanceof ToolRuntimeError;
+}
+
+/** Shorthand for an INVALID_ARGUMENT error about a malformed request. */
+export function invalidRequest(details: string, toolName = ""): ToolRuntimeError {
+  return new ToolRuntimeError("INVALID_ARGUMENT", ErrorType.InvalidRequest, details, toolName);
+}

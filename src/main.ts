@@ -1,0 +1,58 @@
+import { pino } from "pino";
+import { helpText, readConfig, type ServerConfig } from "./config.js";
+import { loadToolModule } from "./load-tools.js";
+import { startServer } from "./server/tool-runtime-server.js";
+import { builtinTools } from "./tools/builtin-tools.js";
+import type { DefinedTool } from "./tools/define-tool.js";
+
+async function main(): Promise<void> {
+  let config: ServerConfig;
+  try {
+    config = readConfig(process.argv.slice(2), process.env);
+  } catch (error) {
+    process.stderr.write(`toolruntime: ${(error as Error).message}\n\n${helpText()}`);
+    process.exit(2);
+  }
+  if (config.help) {
+    process.stdout.write(helpText());
+    return;
+  }
+  const logger = pino({ level: config.logLevel });
+  const tools: DefinedTool[] = config.builtinTools ? [...builtinTools] : [];
+  for (const modulePath of config.toolModules) tools.push(...(await loadToolModule(modulePath)));
+
+  const server = await startServer({
+    host: config.host,
+    grpcPort: config.grpcPort,
+    httpPort: config.httpPort,
+    maxMessageBytes: config.maxMessageBytes,
+    runners: { defaultTimeoutMs: config.defaultTimeoutMs },
+    tools,
+    logger,
+  });
+  const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
+  process.stdout.write(
+    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n`,
+  );
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+    server.close(config.shutdownGraceMs).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`toolruntime: ${(error as Error).message ?? String(error)}\n`);
+  process.exit(1);
+});

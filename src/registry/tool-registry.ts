@@ -1,0 +1,209 @@
+import { create } from "@bufbuild/protobuf";
+import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { ChangeLog, type ToolChange } from "./change-log.js";
+import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
+import { decodePageToken, encodePageToken, resolvePageSize } from "./page-token.js";
+import { SortedNames } from "./sorted-names.js";
+import type { RegisteredTool, ToolHandler } from "./tool-definition.js";
+import { validateSpec } from "./validate-spec.js";
+
+/** Options of a {@link ToolRegistry}. */
+export interface ToolRegistryOptions {
+  /** Most tools the registry holds; more registrations are RESOURCE_EXHAUSTED. Default 100,000. */
+  readonly maxTools?: number;
+  /** How many recent changes are kept for watchers that resume. Default 10,000. */
+  readonly retainedChanges?: number;
+}
+
+/** What to register: a spec, and a handler when this process can execute the tool. */
+export interface ToolRegistration {
+  readonly spec: ToolSpec;
+  readonly handler?: ToolHandler | undefined;
+}
+
+/** Filter and page of a {@link ToolRegistry.list} call. */
+export interface ListToolsQuery {
+  /** Only tools in this namespace or below it; "" for all. */
+  readonly namespace?: string;
+  /** Only tools of this tool_type; "" for all. */
+  readonly toolType?: string;
+  /** 0 for the default of 100; at most 1,000. */
+  readonly pageSize?: number;
+  /** A `nextPageToken` from a previous call, or "". */
+  readonly pageToken?: string;
+}
+
+/** One page of a listing. */
+export interface ToolPage {
+  readonly tools: ToolSpec[];
+  /** Token for the next page; "" when this is the last. */
+  readonly nextPageToken: string;
+  /** The registry version the page was read at. */
+  readonly version: bigint;
+}
+
+/** Receives every change of a registry, synchronously, in order. */
+export type ToolChangeListener = (change: ToolChange) => void;
+
+/**
+ * An in-memory registry of tools, keyed by namespaced name. Every operation is synchronous, so each
+ * is atomic under any number of concurrent callers: of simultaneous registrations of one name,
+ * exactly one wins. Names live in a Map and a sorted index, never as object keys, so no name can
+ * reach an object's prototype.
+ */
+export class ToolRegistry {
+  readonly #tools = new Map<string, RegisteredTool>();
+  readonly #names = new SortedNames();
+  readonly #listeners = new Set<ToolChangeListener>();
+  readonly #log: ChangeLog;
+  readonly #maxTools: number;
+  #version = 0n;
+
+  /** @param name the registry's name, used in messages */
+  constructor(
+    readonly name: string,
+    options: ToolRegistryOptions = {},
+  ) {
+    this.#maxTools = options.maxTools ?? 100_000;
+    this.#log = new ChangeLog(options.retainedChanges ?? 10_000);
+  }
+
+  /** The number of changes made so far; 0 for a new registry. */
+  get version(): bigint {
+    return this.#version;
+  }
+
+  /** The number of tools held. */
+  get size(): number {
+    return this.#tools.size;
+  }
+
+  /**
+   * Registers a tool. Throws INVALID_ARGUMENT for an invalid spec, ALREADY_EXISTS when the name is
+   * taken (unless `replace`), FAILED_PRECONDITION when replacing a tool that has a handler here,
+   * RESOURCE_EXHAUSTED when the registry is full.
+   */
+  register(registration: ToolRegistration, options: { replace?: boolean } = {}): {
+    spec: ToolSpec;
+    replaced: boolean;
+  } {
+    const validated = validateSpec(registration.spec);
+    const name = validated.spec.name;
+    const existing = this.#tools.get(name);
+    if (existing && !options.replace) {
+      throw new ToolRuntimeError(
+        "ALREADY_EXISTS",
+        ErrorType.Registration,
+        `tool ${quote(name)} is already registered in registry ${quote(this.name)}: choose another name, or remove it first`,
+        name,
+      );
+    }
+    if (existing?.handler) {
+      throw new ToolRuntimeError(
+        "FAILED_PRECONDITION",
+        ErrorType.Registration,
+        `tool ${quote(name)} is served by a handler in this server and cannot be replaced: register under another name`,
+        name,
+      );
+    }
+    if (!existing && this.#tools.size >= this.#maxTools) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `registry ${quote(this.name)} holds its maximum of ${this.#maxTools} tools: remove some first`,
+        name,
+      );
+    }
+    const version = this.#version + 1n;
+    const spec = create(ToolSpecSchema, {
+      ...validated.spec,
+      hasHandler: registration.handler !== undefined,
+      version,
+    });
+    this.#tools.set(name, {
+      spec,
+      handler: registration.handler,
+      checkInputs: validated.checkInputs,
+      checkOutput: validated.checkOutput,
+    });
+    this.#names.add(name);
+    this.#commit({ kind: existing ? "updated" : "added", spec, version });
+    return { spec, replaced: existing !== undefined };
+  }
+
+  /** The tool of that name, or undefined. */
+  get(name: string): RegisteredTool | undefined {
+    return this.#tools.get(name);
+  }
+
+  /** Removes a tool; returns whether there was one. */
+  remove(name: string): boolean {
+    const existing = this.#tools.get(name);
+    if (!existing) return false;
+    this.#tools.delete(name);
+    this.#names.delete(name);
+    this.#commit({ kind: "removed", spec: existing.spec, version: this.#version + 1n });
+    return true;
+  }
+
+  /**
+   * One page of tools in name order. Throws INVALID_ARGUMENT for an invalid filter, page size or
+   * token. A page continues after the previous page's last name, so its cost depends on the page
+   * size, not on the registry's size (unless a tool_type filter skips many tools).
+   */
+  list(query: ListToolsQuery = {}): ToolPage {
+    const namespace = query.namespace ?? "";
+    const toolType = query.toolType ?? "";
+    ensure(checkNamespace(namespace));
+    ensure(checkSegmentName(toolType, "tool_type"));
+    const pageSize = resolvePageSize(query.pageSize ?? 0);
+    const after = decodePageToken(query.pageToken ?? "");
+    const prefix = namespace === "" ? "" : `${namespace}.`;
+    // Start at the namespace, or just past the previous page's last name when that is later.
+    const resumeKey = after === "" ? "" : `${after}\u0000`;
+    const start = this.#names.lowerBound(resumeKey > prefix ? resumeKey : prefix);
+    const tools: ToolSpec[] = [];
+    let nextPageToken = "";
+    for (const name of this.#names.from(start)) {
+      if (!name.startsWith(prefix)) break;
+      const tool = this.#tools.get(name) as RegisteredTool;
+      if (toolType !== "" && tool.spec.toolType !== toolType) continue;
+      if (tools.length === pageSize) {
+        nextPageToken = encodePageToken((tools[tools.length - 1] as ToolSpec).name);
+        break;
+      }
+      tools.push(tool.spec);
+    }
+    return { tools, nextPageToken, version: this.#version };
+  }
+
+  /** Every tool in name order with the version they reflect. */
+  snapshot(): { specs: ToolSpec[]; version: bigint } {
+    const specs: ToolSpec[] = [];
+    for (const name of this.#names.from(0)) specs.push((this.#tools.get(name) as RegisteredTool).spec);
+    return { specs, version: this.#version };
+  }
+
+  /** The changes after `version`, or undefined when they are no longer all retained. */
+  changesSince(version: bigint): ToolChange[] | undefined {
+    return this.#log.since(version, this.#version);
+  }
+
+  /** Calls `listener` with every later change until the returned function is called. */
+  subscribe(listener: ToolChangeListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Number of current subscribers (watch streams and runners). */
+  get subscriberCount(): number {
+    return this.#listeners.size;
+  }
+
+  #commit(change: ToolChange): void {
+    this.#version = change.version;
+    this.#log.append(change);
+    for (const listener of this.#listeners) listener(change);
+  }
+}

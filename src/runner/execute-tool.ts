@@ -1,0 +1,155 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { performance } from "node:perf_hooks";
+import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType } from "../errors/tool-runtime-error.js";
+import { checkJsonObject, type JsonLimits } from "../json/check-json.js";
+import type { ProgressReport, RegisteredTool, ToolContext, ToolHandler } from "../registry/tool-definition.js";
+import { quote } from "../registry/names.js";
+import { describeThrown, failed, succeeded } from "./run-outcome.js";
+
+/** How one execution is bounded and observed. */
+export interface ExecuteOptions {
+  /** Identifier of the run. */
+  readonly executionId: string;
+  /** Name of the runner, recorded in metadata. */
+  readonly runnerName: string;
+  /** Time the handler may take, in milliseconds. */
+  readonly timeoutMs: number;
+  /** Aborted when the caller cancels; the run then ends as a CancelledError. */
+  readonly signal?: AbortSignal | undefined;
+  /** Limits on inputs and output. */
+  readonly jsonLimits: JsonLimits;
+  /** Receives the handler's progress reports while the run is going. */
+  readonly onProgress?: ((report: ProgressReport) => void) | undefined;
+  /** Called just before the handler is called. */
+  readonly onStart?: (() => void) | undefined;
+}
+
+/** Longest progress message kept, in characters. */
+const maxProgressMessageLength = 1024;
+
+type HandlerOutcome =
+  | { readonly kind: "returned"; readonly value: unknown }
+  | { readonly kind: "threw"; readonly error: unknown }
+  | { readonly kind: "aborted"; readonly reason: "timeout" | "cancelled" };
+
+/**
+ * Runs a tool's handler once and returns its ToolResult. Never throws and never rejects: invalid
+ * inputs, a throwing or rejecting handler (with any value), a timeout, a cancellation, and output
+ * that is not a JSON object matching the output schema each give `success=false` with a precise
+ * error. A handler that ignores its signal cannot extend the run: the runner stops waiting at the
+ * timeout and discards whatever the handler produces later.
+ */
+export async function executeTool(
+  tool: RegisteredTool,
+  handler: ToolHandler,
+  inputs: unknown,
+  options: ExecuteOptions,
+): Promise<ToolResult> {
+  const name = tool.spec.name;
+  const startedAt = new Date();
+  const metadata = (durationMs: number): JsonObject => ({
+    execution_id: options.executionId,
+    tool_name: name,
+    runner: options.runnerName,
+    started_at: startedAt.toISOString(),
+    finished_at: new Date(startedAt.getTime() + durationMs).toISOString(),
+    timeout_ms: options.timeoutMs,
+    capabilities: capabilityFlags(tool),
+  });
+
+  const inputCheck = checkJsonObject(inputs, "inputs", options.jsonLimits);
+  if (!inputCheck.ok) return failed(name, ErrorType.InputValidation, inputCheck.problem, 0, metadata(0));
+  const inputProblems = tool.checkInputs?.(inputCheck.value) ?? [];
+  if (inputProblems.length > 0) {
+    const details = `inputs do not match the input schema of ${quote(name)}: ${inputProblems.join("; ")}`;
+    return failed(name, ErrorType.InputValidation, details, 0, metadata(0));
+  }
+  if (options.signal?.aborted) {
+    return failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled before it started`, 0, metadata(0));
+  }
+
+  const controller = new AbortController();
+  let abortReason: "timeout" | "cancelled" | undefined;
+  let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
+  const aborted = new Promise<HandlerOutcome>((resolve) => (settleAbort = resolve));
+  const abort = (reason: "timeout" | "cancelled"): void => {
+    if (abortReason) return;
+    abortReason = reason;
+    controller.abort(new Error(reason === "timeout" ? `timed out after ${options.timeoutMs} ms` : "cancelled"));
+    settleAbort?.({ kind: "aborted", reason });
+  };
+  const timer = setTimeout(() => abort("timeout"), options.timeoutMs);
+  const onCallerAbort = (): void => abort("cancelled");
+  options.signal?.addEventListener("abort", onCallerAbort, { once: true });
+
+  let running = true;
+  const context: ToolContext = {
+    signal: controller.signal,
+    executionId: options.executionId,
+    toolName: name,
+    deadline: new Date(startedAt.getTime() + options.timeoutMs),
+    reportProgress(report: ProgressReport): void {
+      const fraction = report.fraction;
+      if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {
+        throw new RangeError(`progress fraction ${String(fraction)} is outside 0..1`);
+      }
+      if (!running || !options.onProgress) return;
+      const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
+      options.onProgress(fraction === undefined ? { message } : { fraction, message });
+    },
+  };
+
+  options.onStart?.();
+  const began = performance.now();
+  let outcome: HandlerOutcome;
+  try {
+    const pending = Promise.resolve(handler(inputCheck.value, context)).then(
+      (value): HandlerOutcome => ({ kind: "returned", value }),
+      (error: unknown): HandlerOutcome => ({ kind: "threw", error }),
+    );
+    outcome = await Promise.race([pending, aborted]);
+  } catch (error) {
+    // The handler threw synchronously.
+    outcome = { kind: "threw", error };
+  } finally {
+    running = false;
+    clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onCallerAbort);
+  }
+  const durationMs = performance.now() - began;
+  // Let a handler that is still running learn that nobody waits for it any more.
+  if (!controller.signal.aborted) controller.abort(new Error("run finished"));
+
+  switch (outcome.kind) {
+    case "aborted":
+      return outcome.reason === "timeout"
+        ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out after ${options.timeoutMs} ms`, durationMs, metadata(durationMs))
+        : failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled by its caller`, durationMs, metadata(durationMs));
+    case "threw":
+      return failed(name, ErrorType.Handler, `handler of ${quote(name)} failed: ${describeThrown(outcome.error)}`, durationMs, metadata(durationMs));
+    case "returned": {
+      const outputCheck = checkJsonObject(outcome.value, "output", options.jsonLimits);
+      if (!outputCheck.ok) {
+        return failed(name, ErrorType.OutputValidation, `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`, durationMs, metadata(durationMs));
+      }
+      const problems = tool.checkOutput?.(outputCheck.value) ?? [];
+      if (problems.length > 0) {
+        return failed(name, ErrorType.OutputValidation, `output of ${quote(name)} does not match its output schema: ${problems.join("; ")}`, durationMs, metadata(durationMs));
+      }
+      return succeeded(outputCheck.value, durationMs, metadata(durationMs));
+    }
+  }
+}
+
+function capabilityFlags(tool: RegisteredTool): JsonObject {
+  const capabilities = tool.spec.capabilities;
+  return {
+    read_only: capabilities?.readOnly ?? false,
+    writes: capabilities?.writes ?? false,
+    checkpointable: capabilities?.checkpointable ?? false,
+    idempotent: capabilities?.idempotent ?? false,
+    unsafe: capabilities?.unsafe ?? false,
+    human_approval_required: capabilities?.humanApprovalRequired ?? false,
+  };
+}

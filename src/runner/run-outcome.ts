@@ -1,0 +1,53 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import {
+  ToolErrorSchema,
+  ToolResultSchema,
+  type ToolResult,
+} from "../../gen/toolruntime/v1/tool_pb.js";
+import type { ErrorTypeName } from "../errors/tool-runtime-error.js";
+
+/** Builds a successful ToolResult. */
+export function succeeded(output: JsonObject, durationMs: number, metadata: JsonObject): ToolResult {
+  return create(ToolResultSchema, { success: true, output, durationMs, metadata });
+}
+
+/** Builds a failed ToolResult whose error names the tool, the category and the reason. */
+export function failed(
+  toolName: string,
+  errorType: ErrorTypeName,
+  details: string,
+  durationMs: number,
+  metadata: JsonObject,
+): ToolResult {
+  return create(ToolResultSchema, {
+    success: false,
+    output: {},
+    error: create(ToolErrorSchema, { toolName, errorType, details }),
+    durationMs,
+    metadata,
+  });
+}
+
+/**
+ * A readable account of anything a handler threw: an Error's message, or for other values their
+ * kind and a JSON rendering. Never throws, even for values whose getters or toString throw.
+ */
+export function describeThrown(thrown: unknown): string {
+  try {
+    if (thrown instanceof Error) {
+      const name = thrown.name && thrown.name !== "Error" ? `${thrown.name}: ` : "";
+      return `${name}${thrown.message || "(no message)"}`;
+    }
+    if (typeof thrown === "string") return `threw a string: ${JSON.stringify(cut(thrown))}`;
+    if (thrown === undefined) return "threw undefined";
+    if (typeof thrown === "bigint") return `threw a BigInt: ${thrown}`;
+    if (typeof thrown === "symbol" || typeof thrown === "function") return `threw a ${typeof thrown}`;
+    return `threw a non-Error value: ${cut(JSON.stringify(thrown) ?? String(thrown))}`;
+  } catch {
+    return "threw a value that cannot be described";
+  }
+}
+
+function cut(text: string): string {
+  return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
+}

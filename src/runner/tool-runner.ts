@@ -1,0 +1,182 @@
+import { randomUUID } from "node:crypto";
+import type { ToolResult, ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { defaultJsonLimits, type JsonLimits } from "../json/check-json.js";
+import { checkToolName, ensure, quote } from "../registry/names.js";
+import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/tool-definition.js";
+import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-registry.js";
+import { maxTimeoutMs } from "../registry/validate-spec.js";
+import { executeTool } from "./execute-tool.js";
+
+/** Options of a {@link ToolRunner}. */
+export interface ToolRunnerOptions {
+  /** Timeout of a run when neither the call nor the tool sets one, in milliseconds. Default 30,000. */
+  readonly defaultTimeoutMs?: number;
+  /** Limits on inputs and outputs. Default: 64 levels, 4 MiB. */
+  readonly jsonLimits?: JsonLimits;
+  /** Most tools active at once in this runner; more is RESOURCE_EXHAUSTED. Default 10,000. */
+  readonly maxActiveTools?: number;
+}
+
+/** Per-call options of {@link ToolRunner.execute}. */
+export interface ExecuteCallOptions {
+  /** Aborts the run: the caller went away. */
+  readonly signal?: AbortSignal | undefined;
+  /** Time the run may take, in milliseconds; 0 or absent for the tool's default. */
+  readonly timeoutMs?: number | undefined;
+  /** Time left before the caller's deadline, in milliseconds; the run ends by then. */
+  readonly deadlineMs?: number | undefined;
+  /** Identifier of the run; a new UUID when absent. */
+  readonly executionId?: string | undefined;
+  /** Receives progress reports. */
+  readonly onProgress?: ((report: ProgressReport) => void) | undefined;
+  /** Called just before the handler is called. */
+  readonly onStart?: (() => void) | undefined;
+}
+
+/** A run about to start: the tool, its handler and its resolved timeout. */
+export interface PreparedRun {
+  readonly tool: RegisteredTool;
+  readonly handler: ToolHandler;
+  readonly timeoutMs: number;
+}
+
+/**
+ * Takes the tools of one registry through discover → activate → execute → deactivate. Activation
+ * is this runner's own: a set of tool names that execute requires. All methods but execute are
+ * synchronous and therefore atomic under concurrent callers.
+ */
+export class ToolRunner {
+  readonly #active = new Set<string>();
+  readonly #defaultTimeoutMs: number;
+  readonly #jsonLimits: JsonLimits;
+  readonly #maxActiveTools: number;
+
+  constructor(
+    readonly name: string,
+    readonly registry: ToolRegistry,
+    options: ToolRunnerOptions = {},
+  ) {
+    this.#defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
+    this.#jsonLimits = options.jsonLimits ?? defaultJsonLimits;
+    this.#maxActiveTools = options.maxActiveTools ?? 10_000;
+  }
+
+  /** Number of active tools. */
+  get activeCount(): number {
+    return this.#active.size;
+  }
+
+  /** Lists the tools of this runner's registry, or of `registry` when given (dynamic discovery). */
+  discover(registry: ToolRegistry = this.registry, query: ListToolsQuery = {}): ToolPage {
+    return registry.list(query);
+  }
+
+  /**
+   * Marks a tool active. Throws INVALID_ARGUMENT for an invalid name, NOT_FOUND with error type
+   * "ActivationError" when the registry has no such tool, RESOURCE_EXHAUSTED when too many are active.
+   */
+  activate(toolName: string): { spec: ToolSpec; alreadyActive: boolean } {
+    ensure(checkToolName(toolName));
+    const tool = this.registry.get(toolName);
+    if (!tool) {
+      throw new ToolRuntimeError(
+        "NOT_FOUND",
+        ErrorType.Activation,
+        `tool ${quote(toolName)} cannot be activated: registry ${quote(this.registry.name)} has no such tool`,
+        toolName,
+      );
+    }
+    const alreadyActive = this.#active.has(toolName);
+    if (!alreadyActive && this.#active.size >= this.#maxActiveTools) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `runner ${quote(this.name)} has its maximum of ${this.#maxActiveTools} active tools: deactivate some first`,
+        toolName,
+      );
+    }
+    this.#active.add(toolName);
+    return { spec: tool.spec, alreadyActive };
+  }
+
+  /** Marks a tool inactive; returns whether it was active. Throws INVALID_ARGUMENT for a bad name. */
+  deactivate(toolName: string): boolean {
+    ensure(checkToolName(toolName));
+    return this.#active.delete(toolName);
+  }
+
+  /** Whether the tool is active here. */
+  isActive(toolName: string): boolean {
+    return this.#active.has(toolName);
+  }
+
+  /**
+   * Checks everything that must hold before a run and resolves its timeout. Throws INVALID_ARGUMENT
+   * (name, timeout), NOT_FOUND (no such tool), FAILED_PRECONDITION (not active when `requireActive`,
+   * or no handler).
+   */
+  prepare(toolName: string, options: ExecuteCallOptions, requireActive: boolean): PreparedRun {
+    ensure(checkToolName(toolName));
+    const requested = options.timeoutMs ?? 0;
+    if (requested > maxTimeoutMs) {
+      throw invalidRequest(`timeout_ms ${requested} is too long: the limit is ${maxTimeoutMs} (one day)`, toolName);
+    }
+    const tool = this.registry.get(toolName);
+    if (!tool) {
+      throw new ToolRuntimeError(
+        "NOT_FOUND",
+        ErrorType.NotFound,
+        `tool ${quote(toolName)} is not registered in registry ${quote(this.registry.name)}: check the name with ListTools`,
+        toolName,
+      );
+    }
+    if (requireActive && !this.#active.has(toolName)) {
+      throw new ToolRuntimeError(
+        "FAILED_PRECONDITION",
+        ErrorType.NotActive,
+        `tool ${quote(toolName)} is not active in runner ${quote(this.name)}: call ActivateTool first`,
+        toolName,
+      );
+    }
+    if (!tool.handler) {
+      throw new ToolRuntimeError(
+        "FAILED_PRECONDITION",
+        ErrorType.HandlerMissing,
+        `tool ${quote(toolName)} has no handler in this server: it was registered without one, so it can be listed but not executed`,
+        toolName,
+      );
+    }
+    let timeoutMs = requested > 0 ? requested : tool.spec.defaultTimeoutMs || this.#defaultTimeoutMs;
+    if (options.deadlineMs !== undefined) timeoutMs = Math.max(0, Math.min(timeoutMs, options.deadlineMs));
+    return { tool, handler: tool.handler, timeoutMs };
+  }
+
+  /** Runs a prepared run; never throws (see executeTool). */
+  run(prepared: PreparedRun, inputs: unknown, options: ExecuteCallOptions & { executionId: string }): Promise<ToolResult> {
+    return executeTool(prepared.tool, prepared.handler, inputs, {
+      executionId: options.executionId,
+      runnerName: this.name,
+      timeoutMs: prepared.timeoutMs,
+      signal: options.signal,
+      jsonLimits: this.#jsonLimits,
+      onProgress: options.onProgress,
+      onStart: options.onStart,
+    });
+  }
+
+  /**
+   * Executes an active tool. Throws (see {@link prepare}) only when the run cannot start; once it
+   * starts, every failure is a ToolResult with `success` false.
+   */
+  async execute(
+    toolName: string,
+    inputs: unknown,
+    options: ExecuteCallOptions = {},
+  ): Promise<{ executionId: string; result: ToolResult }> {
+    const prepared = this.prepare(toolName, options, true);
+    const executionId = options.executionId ?? randomUUID();
+    const result = await this.run(prepared, inputs, { ...options, executionId });
+    return { executionId, result };
+  }
+}

@@ -1,0 +1,144 @@
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createHandlerContext, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type {
+  Server,
+  ServerUnaryCall,
+  ServerWritableStream,
+  ServiceDefinition,
+  UntypedServiceImplementation,
+  sendUnaryData,
+} from "@grpc/grpc-js";
+import { once } from "node:events";
+import type { Logger } from "pino";
+import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
+import { toConnectError } from "./to-connect-error.js";
+
+type UnaryMethod = (request: unknown, context: HandlerContext) => Promise<unknown>;
+type StreamingMethod = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
+
+/** Options of {@link addServiceToGrpcServer}. */
+export interface GrpcAdapterOptions {
+  /** Receives the causes of INTERNAL errors. */
+  readonly logger: Logger;
+  /** Aborted when the server shuts down; aborts every call's signal. */
+  readonly shutdownSignal?: AbortSignal;
+}
+
+/**
+ * Mounts a Connect-shaped service implementation on a grpc-js server. Requests are decoded here,
+ * not by grpc-js, so that a malformed message is INVALID_ARGUMENT with a ToolError; responses are
+ * encoded with protobuf-es; a client's cancellation or deadline aborts the handler's signal; and
+ * errors leave with the ToolError in `grpc-status-details-bin`. Unary and server-streaming methods
+ * are supported, the only kinds the services have.
+ */
+export function addServiceToGrpcServer<S extends DescService>(
+  server: Server,
+  service: S,
+  implementation: ServiceImpl<S>,
+  options: GrpcAdapterOptions,
+): void {
+  const definition: Record<string, ServiceDefinition[string]> = {};
+  const handlers: UntypedServiceImplementation = {};
+  for (const method of service.methods) {
+    const impl = (implementation as unknown as Record<string, UnaryMethod | StreamingMethod>)[method.localName];
+    if (!impl) continue;
+    const path = `/${service.typeName}/${method.name}`;
+    const streaming = method.methodKind === "server_streaming";
+    definition[method.name] = {
+      path,
+      requestStream: false,
+      responseStream: streaming,
+      originalName: method.localName,
+      requestSerialize: (bytes: Buffer) => bytes,
+      requestDeserialize: (bytes: Buffer) => bytes,
+      responseSerialize: (bytes: Buffer) => bytes,
+      responseDeserialize: (bytes: Buffer) => bytes,
+    };
+    const context = (call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer>): HandlerContext => {
+      const abort = new AbortController();
+      call.once("cancelled", () => abort.abort(new ConnectError("the client cancelled the call", Code.Canceled)));
+      const deadline = call.getDeadline();
+      const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+      return createHandlerContext({
+        service,
+        method,
+        protocolName: "grpc",
+        requestMethod: "POST",
+        url: path,
+        requestSignal: abort.signal,
+        requestHeader: metadataToHeaders(call.metadata),
+        ...(Number.isFinite(deadlineMs) ? { timeoutMs: Math.max(0, deadlineMs - Date.now()) } : {}),
+        ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
+      });
+    };
+    handlers[method.name] = streaming
+      ? (call: ServerWritableStream<Buffer, Buffer>) => {
+          void serveStream(call, method, impl as StreamingMethod, context(call), options.logger);
+        }
+      : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
+          void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger);
+        };
+  }
+  server.addService(definition as ServiceDefinition, handlers);
+}
+
+async function serveUnary(
+  call: ServerUnaryCall<Buffer, Buffer>,
+  callback: sendUnaryData<Buffer>,
+  method: DescMethod,
+  impl: UnaryMethod,
+  context: HandlerContext,
+  logger: Logger,
+): Promise<void> {
+  try {
+    const request = decode(method.input, call.request);
+    const response = await impl(request, context);
+    callback(null, encode(method.output, response));
+  } catch (error) {
+    callback(toGrpcStatus(toConnectError(error, logger)));
+  }
+}
+
+async function serveStream(
+  call: ServerWritableStream<Buffer, Buffer>,
+  method: DescMethod,
+  impl: StreamingMethod,
+  context: HandlerContext,
+  logger: Logger,
+): Promise<void> {
+  let iterator: AsyncIterator<unknown> | undefined;
+  try {
+    const request = decode(method.input, call.request);
+    iterator = impl(request, context)[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) break;
+      if (context.signal.aborted) return;
+      if (!call.write(encode(method.output, next.value))) {
+        // Respect flow control: wait until the client reads, or until it goes away.
+        await once(call, "drain", { signal: context.signal });
+      }
+    }
+    call.end();
+  } catch (error) {
+    if (context.signal.aborted && call.cancelled) return;
+    call.emit("error", toGrpcStatus(toConnectError(error, logger)));
+  } finally {
+    // Stops the generator when the client left early; its own finally blocks clean up.
+    await iterator?.return?.();
+  }
+}
+
+function decode(schema: DescMessage, bytes: Buffer): unknown {
+  try {
+    return fromBinary(schema, bytes);
+  } catch (error) {
+    const reason = error instanceof RangeError ? "it is nested too deeply" : (error as Error).message;
+    throw new ConnectError(`request is not a valid ${schema.typeName} message: ${reason}`, Code.InvalidArgument);
+  }
+}
+
+function encode(schema: DescMessage, message: unknown): Buffer {
+  const bytes = toBinary(schema, create(schema, message as never));
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}

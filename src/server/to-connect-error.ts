@@ -1,0 +1,55 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { ToolErrorSchema } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType, isToolRuntimeError, type StatusCode } from "../errors/tool-runtime-error.js";
+
+const codes: Record<StatusCode, Code> = {
+  CANCELLED: Code.Canceled,
+  INVALID_ARGUMENT: Code.InvalidArgument,
+  DEADLINE_EXCEEDED: Code.DeadlineExceeded,
+  NOT_FOUND: Code.NotFound,
+  ALREADY_EXISTS: Code.AlreadyExists,
+  PERMISSION_DENIED: Code.PermissionDenied,
+  RESOURCE_EXHAUSTED: Code.ResourceExhausted,
+  FAILED_PRECONDITION: Code.FailedPrecondition,
+  OUT_OF_RANGE: Code.OutOfRange,
+  UNAVAILABLE: Code.Unavailable,
+  INTERNAL: Code.Internal,
+};
+
+// error_type for statuses that the transport raised rather than the service.
+const errorTypesByCode: Partial<Record<Code, string>> = {
+  [Code.Canceled]: ErrorType.Cancelled,
+  [Code.DeadlineExceeded]: ErrorType.Timeout,
+  [Code.ResourceExhausted]: ErrorType.ResourceExhausted,
+  [Code.InvalidArgument]: ErrorType.InvalidRequest,
+  [Code.Unavailable]: ErrorType.Unavailable,
+};
+
+/**
+ * The one place that turns what a service threw into an RPC status (DESIGN.md §5): a domain error
+ * keeps its code and message; a transport error keeps its code; anything else is a bug, answered
+ * with INTERNAL and a generic message while the cause goes to the log. Every result carries a
+ * ToolError detail.
+ */
+export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): ConnectError {
+  if (isToolRuntimeError(thrown)) {
+    return withToolError(thrown.details, codes[thrown.code], thrown.errorType, thrown.toolName);
+  }
+  if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) {
+    if (thrown.findDetails(ToolErrorSchema).length > 0) return thrown;
+    const errorType = errorTypesByCode[thrown.code] ?? ErrorType.InvalidRequest;
+    return withToolError(thrown.rawMessage, thrown.code, errorType, toolName);
+  }
+  const reference = randomUUID();
+  logger.error({ err: thrown, reference }, "internal error");
+  return withToolError(`internal error (reference ${reference}): see the server log`, Code.Internal, ErrorType.Internal, toolName);
+}
+
+function withToolError(details: string, code: Code, errorType: string, toolName: string): ConnectError {
+  return new ConnectError(details, code, undefined, [
+    { desc: ToolErrorSchema, value: create(ToolErrorSchema, { toolName, errorType, details }) },
+  ]);
+}

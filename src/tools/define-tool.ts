@@ -1,0 +1,68 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import type { ToolHandler } from "../registry/tool-definition.js";
+import { validateSpec } from "../registry/validate-spec.js";
+
+// A registry-wide symbol, so tools defined against another copy of this package are recognised.
+const definedToolBrand = Symbol.for("toolruntime.definedTool");
+
+/** Capability flags of a tool; any flag left out is false. */
+export interface ToolCapabilityFlags {
+  readonly readOnly?: boolean;
+  readonly writes?: boolean;
+  readonly checkpointable?: boolean;
+  readonly idempotent?: boolean;
+  readonly unsafe?: boolean;
+  readonly humanApprovalRequired?: boolean;
+}
+
+/** What {@link defineTool} takes: the fields of a ToolSpec and the handler. */
+export interface ToolDefinitionInit {
+  /** Namespaced name, for example "fs.read_file" (grammar: ToolSpec.name in the proto). */
+  readonly name: string;
+  readonly description?: string;
+  readonly toolType?: string;
+  readonly capabilities?: ToolCapabilityFlags;
+  /** JSON Schema (draft 2020-12) of the inputs. */
+  readonly inputSchema?: JsonObject;
+  /** JSON Schema (draft 2020-12) of the output. */
+  readonly outputSchema?: JsonObject;
+  /** Timeout of a run when the caller sets none, in milliseconds; 0 or absent for the server's. */
+  readonly defaultTimeoutMs?: number;
+  /** Does the work; see ToolHandler. */
+  readonly handler: ToolHandler;
+}
+
+/** A validated tool ready to register in a server. */
+export interface DefinedTool {
+  readonly [definedToolBrand]: true;
+  readonly spec: ToolSpec;
+  readonly handler: ToolHandler;
+}
+
+/**
+ * Defines a tool that a server can register and execute in-process. Validates the spec at once
+ * (name grammar, the read_only rule, the schemas) and throws a ToolRuntimeError saying what is wrong.
+ */
+export function defineTool(init: ToolDefinitionInit): DefinedTool {
+  if (typeof init.handler !== "function") {
+    throw new TypeError(`tool ${JSON.stringify(init.name)} has no handler: pass a function as "handler"`);
+  }
+  const { spec } = validateSpec(
+    create(ToolSpecSchema, {
+      name: init.name,
+      description: init.description ?? "",
+      toolType: init.toolType ?? "",
+      capabilities: init.capabilities ?? {},
+      defaultTimeoutMs: init.defaultTimeoutMs ?? 0,
+      ...(init.inputSchema ? { inputSchema: init.inputSchema } : {}),
+      ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
+    }),
+  );
+  return { [definedToolBrand]: true, spec, handler: init.handler };
+}
+
+/** Whether `value` was made by {@link defineTool}. */
+export function isDefinedTool(value: unknown): value is DefinedTool {
+  return typeof value === "object" && value !== null && definedToolBrand in value;
+}

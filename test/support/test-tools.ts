@@ -1,0 +1,91 @@
+import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
+
+/**
+ * Tools that misbehave on purpose, in the "test" namespace: each exercises one way a handler can go
+ * wrong. `test.bad_output` returns what its "kind" input names.
+ */
+export const testTools: readonly DefinedTool[] = [
+  defineTool({
+    name: "test.bad_output",
+    description: "Returns a value that is not JSON, chosen by inputs.kind.",
+    handler: (inputs) => {
+      switch (inputs["kind"]) {
+        case "bigint":
+          return { value: 10n };
+        case "cycle": {
+          const node: Record<string, unknown> = { name: "loop" };
+          node["self"] = node;
+          return node;
+        }
+        case "undefined":
+          return undefined;
+        case "function":
+          return { value: () => 1 };
+        case "nan":
+          return { value: Number.NaN };
+        case "infinity":
+          return { value: Number.POSITIVE_INFINITY };
+        case "date":
+          return { value: new Date(0) };
+        case "string":
+          return "not an object";
+        case "symbol":
+          return { value: Symbol("s") };
+        default:
+          return { kind: inputs["kind"] ?? null };
+      }
+    },
+  }),
+  defineTool({
+    name: "test.throw_string",
+    description: "Throws a string.",
+    handler: () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the point of this tool
+      throw "boom";
+    },
+  }),
+  defineTool({
+    name: "test.throw_error",
+    description: "Throws an Error with inputs.message.",
+    handler: (inputs) => {
+      throw new TypeError(String(inputs["message"] ?? "bad thing"));
+    },
+  }),
+  defineTool({
+    name: "test.reject_object",
+    description: "Rejects with a plain object.",
+    handler: () => Promise.reject({ code: 42 }),
+  }),
+  defineTool({
+    name: "test.hang",
+    description: "Never settles and ignores its signal.",
+    defaultTimeoutMs: 200,
+    handler: () => new Promise(() => undefined),
+  }),
+  defineTool({
+    name: "test.late",
+    description: "Ignores its signal and resolves after inputs.ms; its late result must be discarded.",
+    handler: (inputs) =>
+      new Promise((resolve) => setTimeout(() => resolve({ late: true }), Number(inputs["ms"] ?? 300))),
+  }),
+  defineTool({
+    name: "test.wait_for_cancel",
+    description: "Reports progress once, then waits until its signal aborts and reports why.",
+    handler: (_inputs, context) =>
+      new Promise((_resolve, reject) => {
+        context.reportProgress({ fraction: 0.5, message: "waiting for cancel" });
+        context.signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
+      }),
+  }),
+  defineTool({
+    name: "test.schema",
+    description: "Checks inputs and output against schemas; returns inputs.reply as its output.",
+    inputSchema: {
+      type: "object",
+      required: ["count"],
+      properties: { count: { type: "integer", minimum: 0 }, reply: { type: "object" } },
+    },
+    outputSchema: { type: "object", required: ["total"], properties: { total: { type: "number" } } },
+    handler: (inputs) => (inputs["reply"] ?? {}) as Record<string, unknown>,
+  }),
+];
