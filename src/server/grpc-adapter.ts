@@ -11,6 +11,7 @@ import type {
 import { once } from "node:events";
 import type { Logger } from "pino";
 import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
+import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { toConnectError } from "./to-connect-error.js";
 
 type UnaryMethod = (request: unknown, context: HandlerContext) => Promise<unknown>;
@@ -131,7 +132,7 @@ async function serveStream(
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {
   try {
-    return fromBinary(schema, bytes);
+    return fromBinary(schema, bytes, { recursionLimit: protobufRecursionLimit });
   } catch (error) {
     const reason = error instanceof RangeError ? "it is nested too deeply" : (error as Error).message;
     throw new ConnectError(`request is not a valid ${schema.typeName} message: ${reason}`, Code.InvalidArgument);

@@ -8,6 +8,7 @@ import { addServiceToGrpcServer } from "./grpc-adapter.js";
 import { bindGrpcServer, createGrpcServer, shutdownGrpcServer } from "./grpc-listener.js";
 import { listenHttp, type NodeRequestHandler } from "./http-listener.js";
 import { mapServiceErrors } from "./map-service-errors.js";
+import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { createRegistryService } from "./registry-service.js";
 import { createRunnerService } from "./runner-service.js";
 
@@ -65,6 +66,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       router.service(RunnerService, runner);
     },
     readMaxBytes: maxMessageBytes,
+    binaryOptions: { recursionLimit: protobufRecursionLimit },
+    jsonOptions: { recursionLimit: protobufRecursionLimit },
     writeMaxBytes: maxMessageBytes,
     shutdownSignal: shutdown.signal,
   }) as NodeRequestHandler;

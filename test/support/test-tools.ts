@@ -1,4 +1,11 @@
+import { EventEmitter } from "node:events";
 import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
+
+/**
+ * Where test tools tell the tests what happened inside the server: "aborted" (executionId, reason)
+ * when test.wait_for_cancel sees its signal abort, "late" (executionId) when test.late resolves.
+ */
+export const testToolEvents = new EventEmitter();
 
 /**
  * Tools that misbehave on purpose, in the "test" namespace: each exercises one way a handler can go
@@ -31,6 +38,8 @@ export const testTools: readonly DefinedTool[] = [
           return "not an object";
         case "symbol":
           return { value: Symbol("s") };
+        case "huge":
+          return { value: "x".repeat(5 * 1024 * 1024) };
         default:
           return { kind: inputs["kind"] ?? null };
       }
@@ -65,8 +74,13 @@ export const testTools: readonly DefinedTool[] = [
   defineTool({
     name: "test.late",
     description: "Ignores its signal and resolves after inputs.ms; its late result must be discarded.",
-    handler: (inputs) =>
-      new Promise((resolve) => setTimeout(() => resolve({ late: true }), Number(inputs["ms"] ?? 300))),
+    handler: (inputs, context) =>
+      new Promise((resolve) =>
+        setTimeout(() => {
+          testToolEvents.emit("late", context.executionId);
+          resolve({ late: true });
+        }, Number(inputs["ms"] ?? 300)),
+      ),
   }),
   defineTool({
     name: "test.wait_for_cancel",
@@ -74,7 +88,14 @@ export const testTools: readonly DefinedTool[] = [
     handler: (_inputs, context) =>
       new Promise((_resolve, reject) => {
         context.reportProgress({ fraction: 0.5, message: "waiting for cancel" });
-        context.signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
+        context.signal.addEventListener(
+          "abort",
+          () => {
+            testToolEvents.emit("aborted", context.executionId, String(context.signal.reason));
+            reject(new Error("aborted"));
+          },
+          { once: true },
+        );
       }),
   }),
   defineTool({
