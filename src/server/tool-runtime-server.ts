@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { pino, type Logger } from "pino";
@@ -55,6 +56,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const registry = mapServiceErrors(RegistryService, createRegistryService(runtime), logger);
   const runner = mapServiceErrors(RunnerService, createRunnerService(runtime), logger);
   const shutdown = new AbortController();
+  // Every call in flight listens to the shutdown signal; thousands at once are normal.
+  setMaxListeners(0, shutdown.signal);
 
   const grpcServer = createGrpcServer({ maxMessageBytes });
   addServiceToGrpcServer(grpcServer, RegistryService, registry, { logger, shutdownSignal: shutdown.signal });

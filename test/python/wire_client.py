@@ -252,19 +252,19 @@ def register_taken_name(client, _channel):
 def read_only_rule(client, _channel):
     ns = unique("ro")
     observed = {"namespace": ns}
-    for label, capabilities in [
-        ("writes", tool_pb2.ToolCapability(read_only=True, writes=True)),
-        ("checkpointable", tool_pb2.ToolCapability(read_only=True, checkpointable=True)),
+    for label, tool, capabilities in [
+        ("writes", "alpha", tool_pb2.ToolCapability(read_only=True, writes=True)),
+        ("checkpointable", "beta", tool_pb2.ToolCapability(read_only=True, checkpointable=True)),
     ]:
         _, observed[label] = call(
-            client.registry.RegisterTool, register_request(f"{ns}.{label}", capabilities=capabilities)
+            client.registry.RegisterTool, register_request(f"{ns}.{tool}", capabilities=capabilities)
         )
     # The flags are fine on their own: read_only with idempotent, writes with checkpointable.
-    _, observed["valid_read_only"] = call(
+    _, observed["read_only_idempotent_error"] = call(
         client.registry.RegisterTool,
         register_request(f"{ns}.reader", capabilities=tool_pb2.ToolCapability(read_only=True, idempotent=True)),
     )
-    _, observed["valid_writer"] = call(
+    _, observed["writes_checkpointable_error"] = call(
         client.registry.RegisterTool,
         register_request(f"{ns}.writer", capabilities=tool_pb2.ToolCapability(writes=True, checkpointable=True)),
     )
@@ -483,6 +483,36 @@ def alternate_registry(client, _channel):
     }
 
 
+def registry_lifecycle(client, _channel):
+    registry = unique("tmp")
+    name = f"{unique('short')}.lived"
+    list_tools = lambda: call(  # noqa: E731
+        client.registry.ListTools, registry_pb2.ListToolsRequest(registry=registry)
+    )
+    discover = lambda: call(  # noqa: E731
+        client.runner.DiscoverTools, runner_pb2.DiscoverToolsRequest(registry=registry)
+    )
+    _, list_before = list_tools()
+    must(client.registry.RegisterTool, register_request(name, registry=registry))
+    listed, _ = list_tools()
+    removed = must(client.registry.RemoveTool, registry_pb2.RemoveToolRequest(registry=registry, name=name))
+    listed_after, list_after = list_tools()
+    discovered_after, discover_after = discover()
+    return {
+        "registry": registry,
+        "name": name,
+        "list_before": list_before,
+        "listed": [spec.name for spec in listed.tools],
+        "removed": removed.removed,
+        "list_after": list_after,
+        "listed_after": [spec.name for spec in listed_after.tools] if listed_after is not None else None,
+        "discover_after": discover_after,
+        "discovered_after": (
+            [spec.name for spec in discovered_after.tools] if discovered_after is not None else None
+        ),
+    }
+
+
 def concurrent_register(_client, _channel):
     name = f"{unique('race')}.tool"
     channels = [grpc.insecure_channel(ADDRESS) for _ in range(8)]
@@ -554,6 +584,22 @@ def watch_tools(client, _channel):
     }
 
 
+def watch_new_registry(client, _channel):
+    registry = unique("fresh")
+    name = f"{unique('first')}.tool"
+    stream = client.registry.WatchTools(registry_pb2.WatchToolsRequest(registry=registry), timeout=TIMEOUT)
+    observed = {"registry": registry, "name": name, "first": None, "after_register": None, "error": None}
+    try:
+        observed["first"] = change_json(next_change(stream))
+        must(client.registry.RegisterTool, register_request(name, registry=registry))
+        observed["after_register"] = change_json(next_change(stream))
+    except grpc.RpcError as err:
+        observed["error"] = error_json(err)
+    finally:
+        stream.cancel()
+    return observed
+
+
 SCENARIOS = {
     scenario.__name__: scenario
     for scenario in [
@@ -574,8 +620,10 @@ SCENARIOS = {
         run_cancel,
         oversized_request,
         alternate_registry,
+        registry_lifecycle,
         concurrent_register,
         watch_tools,
+        watch_new_registry,
     ]
 }
 
