@@ -4,7 +4,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 export interface JsonLimits {
   /** Deepest nesting of objects and arrays allowed; the top-level object is depth 1. Default 64. */
   readonly maxDepth: number;
-  /** Largest size allowed, in bytes of its compact JSON text (an estimate within a few bytes). */
+  /** Largest size allowed, in bytes of its compact JSON text (strings counted without escapes). */
   readonly maxBytes: number;
 }
 
@@ -100,6 +100,7 @@ function copyContainer(
       items.push(copyJson(value[index], `${path}[${index}]`, depth + 1, limits, ancestors, total));
     }
     copy = items;
+    if (value.length > 0) total.bytes -= 1; // no comma after the last item
   } else if (isPlainObject(value)) {
     const fields: Record<string, unknown> = {};
     for (const key of Object.keys(value)) {
@@ -109,6 +110,7 @@ function copyContainer(
       Object.defineProperty(fields, key, { value: child, enumerable: true, writable: true, configurable: true });
     }
     copy = fields;
+    if (Object.keys(fields).length > 0) total.bytes -= 1;
   } else {
     throw new JsonProblem(`${path} is ${describe(value)}: only plain objects and arrays are JSON`);
   }

@@ -26,7 +26,21 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * with the HTTP/2 preface and the connection goes to the matching server.
  */
 export async function listenHttp(host: string, port: number, handler: NodeRequestHandler): Promise<HttpListener> {
-  const http1 = http.createServer(handler);
+  let closing = false;
+  // HTTP/1.1 sockets and how many requests each has in flight, so idle ones can be closed at once
+  // on shutdown (the HTTP/1.1 server never listens itself, so its own connection tracking is off).
+  const inFlight = new Map<Socket, number>();
+  const http1 = http.createServer((request, response) => {
+    const socket = request.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    if (closing) response.setHeader("connection", "close");
+    response.once("close", () => {
+      const remaining = (inFlight.get(socket) ?? 1) - 1;
+      inFlight.set(socket, remaining);
+      if (closing && remaining === 0) socket.end();
+    });
+    handler(request, response);
+  });
   const h2 = http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
@@ -36,7 +50,10 @@ export async function listenHttp(host: string, port: number, handler: NodeReques
   const sockets = new Set<Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      inFlight.delete(socket);
+    });
     routeByPreface(socket, http1, h2);
   });
   await new Promise<void>((resolve, reject) => {
@@ -50,16 +67,16 @@ export async function listenHttp(host: string, port: number, handler: NodeReques
   return {
     port: address.port,
     async close(graceMs) {
+      closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      http1.closeIdleConnections();
+      // Idle HTTP/1.1 connections close now, busy ones after their last response; HTTP/2
+      // sessions get a GOAWAY and close when their streams end.
+      for (const [socket, count] of inFlight) if (count === 0) socket.end();
       for (const session of sessions) session.close();
       const timer = setTimeout(() => {
         for (const session of sessions) session.destroy();
         for (const socket of sockets) socket.destroy();
       }, graceMs);
-      timer.unref();
-      // Keep-alive HTTP/1.1 sockets that become idle are closed as their requests end.
-      http1.on("request", (_request, response) => response.once("finish", () => http1.closeIdleConnections()));
       await closed;
       clearTimeout(timer);
     },

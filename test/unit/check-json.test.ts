@@ -1,0 +1,73 @@
+import { expect } from "chai";
+import { checkJsonObject, defaultJsonLimits } from "../../src/json/check-json.js";
+
+describe("checkJsonObject()", () => {
+  const check = (value: unknown, limits = defaultJsonLimits) => checkJsonObject(value, "value", limits);
+  const problem = (value: unknown): string => {
+    const result = check(value);
+    if (result.ok) throw new Error("expected a problem");
+    return result.problem;
+  };
+
+  it("accepts plain JSON and returns a copy the original cannot change", () => {
+    const original = { a: [1, "x", null, true, { b: -0.5 }] };
+    const result = check(original);
+    expect(result.ok).to.equal(true);
+    if (!result.ok) return;
+    expect(result.value).to.deep.equal(original);
+    (original.a[4] as { b: number }).b = 99;
+    expect((result.value["a"] as { b: number }[])[4]?.b).to.equal(-0.5);
+    expect(result.bytes).to.equal(JSON.stringify({ a: [1, "x", null, true, { b: -0.5 }] }).length);
+  });
+
+  it("accepts a shared, acyclic reference twice", () => {
+    const shared = { v: 1 };
+    expect(check({ left: shared, right: shared }).ok).to.equal(true);
+  });
+
+  it("names the path and the kind of each non-JSON value", () => {
+    expect(problem({ n: Number.NaN })).to.equal("value.n is NaN: JSON numbers must be finite");
+    expect(problem({ n: [1, Number.NEGATIVE_INFINITY] })).to.equal("value.n[1] is -Infinity: JSON numbers must be finite");
+    expect(problem({ big: 1n })).to.equal("value.big is a BigInt: it is not a JSON value");
+    expect(problem({ u: undefined })).to.equal("value.u is undefined: it is not a JSON value");
+    expect(problem({ f: () => 1 })).to.equal("value.f is a function: it is not a JSON value");
+    expect(problem({ s: Symbol("x") })).to.equal("value.s is a symbol: it is not a JSON value");
+    expect(problem({ m: new Map() })).to.equal("value.m is a Map: only plain objects and arrays are JSON");
+    expect(problem(undefined)).to.equal("value is undefined: it must be a JSON object");
+    expect(problem([1])).to.equal("value is an array: it must be a JSON object");
+  });
+
+  it("detects cycles", () => {
+    const node: Record<string, unknown> = {};
+    node["next"] = { back: node };
+    expect(problem(node)).to.equal("value.next.back is a reference to one of its ancestors: JSON cannot hold cycles");
+  });
+
+  it("enforces the depth and size limits", () => {
+    const limits = { maxDepth: 2, maxBytes: 20 };
+    const deep = checkJsonObject({ a: { b: {} } }, "value", limits);
+    expect(deep.ok ? "" : deep.problem).to.equal("value.a.b is nested deeper than 2 levels");
+    const large = checkJsonObject({ text: "x".repeat(30) }, "value", limits);
+    expect(large.ok ? "" : large.problem).to.equal("value.text is larger than the limit of 20 bytes");
+  });
+
+  it("never throws, even for a getter that throws", () => {
+    const hostile = Object.defineProperty({}, "boom", {
+      enumerable: true,
+      get() {
+        throw new Error("nope");
+      },
+    });
+    expect(problem(hostile)).to.equal("value could not be read: Error: nope");
+  });
+
+  it("keeps a __proto__ key as an ordinary field", () => {
+    const parsed = JSON.parse('{"__proto__": {"polluted": true}}') as unknown;
+    const result = check(parsed);
+    expect(result.ok).to.equal(true);
+    if (!result.ok) return;
+    expect(Object.getPrototypeOf(result.value)).to.equal(Object.prototype);
+    expect(Object.keys(result.value)).to.deep.equal(["__proto__"]);
+    expect(({} as Record<string, unknown>)["polluted"]).to.equal(undefined);
+  });
+});
