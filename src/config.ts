@@ -23,19 +23,61 @@ interface OptionDoc {
 
 const docs: readonly OptionDoc[] = [
   { flag: "host", env: "TOOLRUNTIME_HOST", fallback: "127.0.0.1", text: "address both ports listen on" },
-  { flag: "grpc-port", env: "TOOLRUNTIME_GRPC_PORT", fallback: "50051", text: "port of native gRPC; 0 picks a free port" },
-  { flag: "http-port", env: "TOOLRUNTIME_HTTP_PORT", fallback: "8080", text: "port of Connect and gRPC-Web; 0 picks a free port" },
-  { flag: "max-message-bytes", env: "TOOLRUNTIME_MAX_MESSAGE_BYTES", fallback: "4194304", text: "largest request or response, in bytes" },
-  { flag: "default-timeout-ms", env: "TOOLRUNTIME_DEFAULT_TIMEOUT_MS", fallback: "30000", text: "run timeout when neither call nor tool sets one" },
-  { flag: "shutdown-grace-ms", env: "TOOLRUNTIME_SHUTDOWN_GRACE_MS", fallback: "10000", text: "time calls in flight get to finish on SIGTERM/SIGINT" },
-  { flag: "tools", env: "TOOLRUNTIME_TOOLS", fallback: "", text: "module of tools to load; repeat the flag, or separate paths with \",\" in the variable" },
-  { flag: "no-builtin-tools", env: "TOOLRUNTIME_NO_BUILTIN_TOOLS", fallback: "false", text: "do not serve the builtin.* tools" },
-  { flag: "log-level", env: "TOOLRUNTIME_LOG_LEVEL", fallback: "info", text: "fatal, error, warn, info, debug or trace" },
+  {
+    flag: "grpc-port",
+    env: "TOOLRUNTIME_GRPC_PORT",
+    fallback: "50051",
+    text: "port of native gRPC; 0 picks a free port",
+  },
+  {
+    flag: "http-port",
+    env: "TOOLRUNTIME_HTTP_PORT",
+    fallback: "8080",
+    text: "port of Connect and gRPC-Web; 0 picks a free port",
+  },
+  {
+    flag: "max-message-bytes",
+    env: "TOOLRUNTIME_MAX_MESSAGE_BYTES",
+    fallback: "4194304",
+    text: "largest request or response, in bytes",
+  },
+  {
+    flag: "default-timeout-ms",
+    env: "TOOLRUNTIME_DEFAULT_TIMEOUT_MS",
+    fallback: "30000",
+    text: "run timeout when neither call nor tool sets one",
+  },
+  {
+    flag: "shutdown-grace-ms",
+    env: "TOOLRUNTIME_SHUTDOWN_GRACE_MS",
+    fallback: "10000",
+    text: "time calls in flight get to finish on SIGTERM/SIGINT",
+  },
+  {
+    flag: "tools",
+    env: "TOOLRUNTIME_TOOLS",
+    fallback: "",
+    text: 'module of tools to load; repeat the flag, or separate paths with "," in the variable',
+  },
+  {
+    flag: "no-builtin-tools",
+    env: "TOOLRUNTIME_NO_BUILTIN_TOOLS",
+    fallback: "false",
+    text: "do not serve the builtin.* tools",
+  },
+  {
+    flag: "log-level",
+    env: "TOOLRUNTIME_LOG_LEVEL",
+    fallback: "info",
+    text: "fatal, error, warn, info, debug or trace",
+  },
 ];
 
 /** The `--help` text: every option with its variable and default. */
 export function helpText(): string {
-  const lines = docs.map((doc) => `  --${doc.flag.padEnd(20)} ${doc.env.padEnd(32)} ${doc.text} (default: ${doc.fallback || "none"})`);
+  const lines = docs.map(
+    (doc) => `  --${doc.flag.padEnd(20)} ${doc.env.padEnd(32)} ${doc.text} (default: ${doc.fallback || "none"})`,
+  );
   return `usage: toolruntime [options]\n\noptions (flag, environment variable, meaning):\n${lines.join("\n")}\n  --help${" ".repeat(48)}print this text\n`;
 }
 

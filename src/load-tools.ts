@@ -13,7 +13,9 @@ export async function loadToolModule(modulePath: string): Promise<DefinedTool[]>
   try {
     exports = (await import(url)) as Record<string, unknown>;
   } catch (error) {
-    throw new Error(`tool module ${JSON.stringify(modulePath)} could not be loaded: ${(error as Error).message}`);
+    throw new Error(`tool module ${JSON.stringify(modulePath)} could not be loaded: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const tools: DefinedTool[] = [];
   for (const value of Object.values(exports)) {

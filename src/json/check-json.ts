@@ -148,11 +148,8 @@ export function describe(value: unknown): string {
     case "boolean":
       return "a boolean";
     default: {
-      const constructorName = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } })
-        ?.constructor?.name;
-      return typeof constructorName === "string" && constructorName !== "Object"
-        ? `a ${constructorName}`
-        : "an object";
+      const constructorName = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } })?.constructor?.name;
+      return typeof constructorName === "string" && constructorName !== "Object" ? `a ${constructorName}` : "an object";
     }
   }
 }

@@ -29,7 +29,7 @@ export function compileSchema(schema: JsonObject): SchemaCheck {
   try {
     validate = ajv.compile(schema);
   } catch (error) {
-    throw new Error(error instanceof Error ? error.message : String(error));
+    throw new Error(error instanceof Error ? error.message : String(error), { cause: error });
   } finally {
     // ajv keeps every compiled schema; ours live in `cache` so ajv's copy is not needed.
     ajv.removeSchema(schema);

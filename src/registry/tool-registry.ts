@@ -84,7 +84,10 @@ export class ToolRegistry {
    * taken (unless `replace`), FAILED_PRECONDITION when replacing a tool that has a handler here,
    * RESOURCE_EXHAUSTED when the registry is full.
    */
-  register(registration: ToolRegistration, options: { replace?: boolean } = {}): {
+  register(
+    registration: ToolRegistration,
+    options: { replace?: boolean } = {},
+  ): {
     spec: ToolSpec;
     replaced: boolean;
   } {

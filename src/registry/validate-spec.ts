@@ -1,9 +1,5 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import {
-  ToolCapabilitySchema,
-  ToolSpecSchema,
-  type ToolSpec,
-} from "../../gen/toolruntime/v1/tool_pb.js";
+import { ToolCapabilitySchema, ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkJsonObject } from "../json/check-json.js";
 import { compileSchema, type SchemaCheck } from "../json/schema-validator.js";

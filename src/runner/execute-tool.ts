@@ -124,18 +124,48 @@ export async function executeTool(
   switch (outcome.kind) {
     case "aborted":
       return outcome.reason === "timeout"
-        ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out after ${options.timeoutMs} ms`, durationMs, metadata(durationMs))
-        : failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled by its caller`, durationMs, metadata(durationMs));
+        ? failed(
+            name,
+            ErrorType.Timeout,
+            `run of ${quote(name)} timed out after ${options.timeoutMs} ms`,
+            durationMs,
+            metadata(durationMs),
+          )
+        : failed(
+            name,
+            ErrorType.Cancelled,
+            `run of ${quote(name)} was cancelled by its caller`,
+            durationMs,
+            metadata(durationMs),
+          );
     case "threw":
-      return failed(name, ErrorType.Handler, `handler of ${quote(name)} failed: ${describeThrown(outcome.error)}`, durationMs, metadata(durationMs));
+      return failed(
+        name,
+        ErrorType.Handler,
+        `handler of ${quote(name)} failed: ${describeThrown(outcome.error)}`,
+        durationMs,
+        metadata(durationMs),
+      );
     case "returned": {
       const outputCheck = checkJsonObject(outcome.value, "output", options.jsonLimits);
       if (!outputCheck.ok) {
-        return failed(name, ErrorType.OutputValidation, `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`, durationMs, metadata(durationMs));
+        return failed(
+          name,
+          ErrorType.OutputValidation,
+          `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`,
+          durationMs,
+          metadata(durationMs),
+        );
       }
       const problems = tool.checkOutput?.(outputCheck.value) ?? [];
       if (problems.length > 0) {
-        return failed(name, ErrorType.OutputValidation, `output of ${quote(name)} does not match its output schema: ${problems.join("; ")}`, durationMs, metadata(durationMs));
+        return failed(
+          name,
+          ErrorType.OutputValidation,
+          `output of ${quote(name)} does not match its output schema: ${problems.join("; ")}`,
+          durationMs,
+          metadata(durationMs),
+        );
       }
       return succeeded(outputCheck.value, durationMs, metadata(durationMs));
     }

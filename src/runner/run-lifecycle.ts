@@ -50,7 +50,10 @@ export async function* runLifecycle(runners: RunnerSet, request: LifecycleReques
   } catch (error) {
     // The tool was removed between discovery and activation.
     if (!isToolRuntimeError(error)) throw error;
-    const result = failed(toolName, error.errorType, error.details, 0, { execution_id: executionId, tool_name: toolName });
+    const result = failed(toolName, error.errorType, error.details, 0, {
+      execution_id: executionId,
+      tool_name: toolName,
+    });
     yield event({ case: "completed", value: { result } });
     return;
   }

@@ -1,9 +1,5 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import {
-  ToolErrorSchema,
-  ToolResultSchema,
-  type ToolResult,
-} from "../../gen/toolruntime/v1/tool_pb.js";
+import { ToolErrorSchema, ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { ErrorTypeName } from "../errors/tool-runtime-error.js";
 
 /** Builds a successful ToolResult. */
@@ -42,7 +38,7 @@ export function describeThrown(thrown: unknown): string {
     if (thrown === undefined) return "threw undefined";
     if (typeof thrown === "bigint") return `threw a BigInt: ${thrown}`;
     if (typeof thrown === "symbol" || typeof thrown === "function") return `threw a ${typeof thrown}`;
-    return `threw a non-Error value: ${cut(JSON.stringify(thrown) ?? String(thrown))}`;
+    return `threw a non-Error value: ${cut(JSON.stringify(thrown) ?? Object.prototype.toString.call(thrown))}`;
   } catch {
     return "threw a value that cannot be described";
   }

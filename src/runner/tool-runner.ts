@@ -153,7 +153,11 @@ export class ToolRunner {
   }
 
   /** Runs a prepared run; never throws (see executeTool). */
-  run(prepared: PreparedRun, inputs: unknown, options: ExecuteCallOptions & { executionId: string }): Promise<ToolResult> {
+  run(
+    prepared: PreparedRun,
+    inputs: unknown,
+    options: ExecuteCallOptions & { executionId: string },
+  ): Promise<ToolResult> {
     return executeTool(prepared.tool, prepared.handler, inputs, {
       executionId: options.executionId,
       runnerName: this.name,

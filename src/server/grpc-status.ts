@@ -1,5 +1,5 @@
-import { Metadata, type StatusObject, type status } from "@grpc/grpc-js";
-import { ConnectError } from "@connectrpc/connect";
+import { Metadata, type StatusObject } from "@grpc/grpc-js";
+import type { ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 
 const detailsHeader = "grpc-status-details-bin";
@@ -15,7 +15,7 @@ export function toGrpcStatus(error: ConnectError): Partial<StatusObject> {
   const encoded = trailer.get(detailsHeader);
   if (encoded !== null) metadata.set(detailsHeader, Buffer.from(encoded, "base64"));
   // Connect's codes are the gRPC codes, number for number.
-  return { code: error.code as number as status, details: error.rawMessage, metadata };
+  return { code: error.code as number, details: error.rawMessage, metadata };
 }
 
 /** Copies the text entries of gRPC metadata into Headers (binary entries are left out). */

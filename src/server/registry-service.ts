@@ -1,5 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import { RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
+import type { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
+import { ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkToolName, ensure, quote } from "../registry/names.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
@@ -21,7 +22,11 @@ export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof 
     registerTool(request) {
       const registry = registries.getOrCreate(request.registry);
       if (!request.spec) {
-        throw new ToolRuntimeError("INVALID_ARGUMENT", ErrorType.Registration, "spec is missing: send the tool's ToolSpec");
+        throw new ToolRuntimeError(
+          "INVALID_ARGUMENT",
+          ErrorType.Registration,
+          "spec is missing: send the tool's ToolSpec",
+        );
       }
       return registry.register({ spec: request.spec }, { replace: request.replace });
     },

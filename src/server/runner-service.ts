@@ -1,5 +1,5 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import type { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { runLifecycle } from "../runner/run-lifecycle.js";
 import type { ToolRuntime } from "../runtime.js";
 

@@ -45,7 +45,12 @@ export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): 
   }
   const reference = randomUUID();
   logger.error({ err: thrown, reference }, "internal error");
-  return withToolError(`internal error (reference ${reference}): see the server log`, Code.Internal, ErrorType.Internal, toolName);
+  return withToolError(
+    `internal error (reference ${reference}): see the server log`,
+    Code.Internal,
+    ErrorType.Internal,
+    toolName,
+  );
 }
 
 function withToolError(details: string, code: Code, errorType: string, toolName: string): ConnectError {

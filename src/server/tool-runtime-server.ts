@@ -51,7 +51,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const logger = options.logger ?? pino();
   const runtime = createToolRuntime({
     ...options,
-    runners: { ...options.runners, jsonLimits: { maxDepth: 64, maxBytes: maxMessageBytes, ...options.runners?.jsonLimits } },
+    runners: {
+      ...options.runners,
+      jsonLimits: { maxDepth: 64, maxBytes: maxMessageBytes, ...options.runners?.jsonLimits },
+    },
   });
   const registry = mapServiceErrors(RegistryService, createRegistryService(runtime), logger);
   const runner = mapServiceErrors(RunnerService, createRunnerService(runtime), logger);

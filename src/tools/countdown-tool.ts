@@ -5,7 +5,7 @@ import { defineTool } from "./define-tool.js";
 export const countdownTool = defineTool({
   name: "builtin.countdown",
   description:
-    "Counts down from \"from\" (1 to 1,000, default 5) with \"interval_ms\" between steps (0 to 60,000, default 1,000), reporting progress at each step. Returns {\"counted\": from}.",
+    'Counts down from "from" (1 to 1,000, default 5) with "interval_ms" between steps (0 to 60,000, default 1,000), reporting progress at each step. Returns {"counted": from}.',
   toolType: "function",
   capabilities: { readOnly: true, idempotent: true },
   defaultTimeoutMs: 600_000,

@@ -5,7 +5,7 @@ import { defineTool } from "./define-tool.js";
 export const jsonPointerTool = defineTool({
   name: "builtin.json_pointer",
   description:
-    "Picks values out of \"document\" with RFC 6901 JSON pointers: \"pointers\" maps output names to pointers such as \"/items/0/id\". Returns {\"values\": {name: value}} and {\"missing\": [names]} for pointers that match nothing.",
+    'Picks values out of "document" with RFC 6901 JSON pointers: "pointers" maps output names to pointers such as "/items/0/id". Returns {"values": {name: value}} and {"missing": [names]} for pointers that match nothing.',
   toolType: "function",
   capabilities: { readOnly: true, idempotent: true },
   inputSchema: {

@@ -4,7 +4,7 @@ import { defineTool } from "./define-tool.js";
 /** `builtin.sleep`: waits `ms` milliseconds, then answers; stops at once when cancelled. */
 export const sleepTool = defineTool({
   name: "builtin.sleep",
-  description: "Waits \"ms\" milliseconds (0 to 3,600,000), then returns {\"slept_ms\": ms}. Stops at once when cancelled.",
+  description: 'Waits "ms" milliseconds (0 to 3,600,000), then returns {"slept_ms": ms}. Stops at once when cancelled.',
   toolType: "function",
   capabilities: { readOnly: true, idempotent: true },
   inputSchema: {

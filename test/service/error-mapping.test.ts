@@ -66,7 +66,10 @@ describe("Services in memory", () => {
     await runner.activateTool({ toolName: "builtin.json_pointer" });
     const { result } = await runner.executeTool({
       toolName: "builtin.json_pointer",
-      inputs: { document: { items: [{ id: 7 }], "a/b": { "~k": 1 } }, pointers: { id: "/items/0/id", odd: "/a~1b/~0k", none: "/x" } },
+      inputs: {
+        document: { items: [{ id: 7 }], "a/b": { "~k": 1 } },
+        pointers: { id: "/items/0/id", odd: "/a~1b/~0k", none: "/x" },
+      },
     });
     expect(result?.success).to.equal(true);
     expect(result?.output).to.deep.equal({ values: { id: 7, odd: 1 }, missing: ["none"] });

@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary, type DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
+import { ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { Client as GrpcClient, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
 
@@ -8,7 +8,11 @@ import { Client as GrpcClient, credentials, Metadata, type ServiceError } from "
  * tests run against every client stack. Errors become ConnectErrors decoded from the trailers,
  * `grpc-status-details-bin` included, exactly as a gRPC client in any language sees them.
  */
-export function createGrpcJsClient<S extends DescService>(service: S, address: string, channel?: GrpcClient): {
+export function createGrpcJsClient<S extends DescService>(
+  service: S,
+  address: string,
+  channel?: GrpcClient,
+): {
   client: Client<S>;
   close: () => void;
 } {
@@ -16,11 +20,13 @@ export function createGrpcJsClient<S extends DescService>(service: S, address: s
   const client: Record<string, unknown> = {};
   for (const method of service.methods) {
     const path = `/${service.typeName}/${method.name}`;
-    const serialize = (message: unknown): Buffer => Buffer.from(toBinary(method.input, create(method.input, message as never)));
+    const serialize = (message: unknown): Buffer =>
+      Buffer.from(toBinary(method.input, create(method.input, message as never)));
     const deserialize = (bytes: Buffer): unknown => fromBinary(method.output, bytes);
     client[method.localName] =
       method.methodKind === "server_streaming"
-        ? (request: unknown, options: CallOptions = {}) => streamCall(grpc, path, serialize, deserialize, request, options)
+        ? (request: unknown, options: CallOptions = {}) =>
+            streamCall(grpc, path, serialize, deserialize, request, options)
         : (request: unknown, options: CallOptions = {}) =>
             new Promise((resolve, reject) => {
               const call = grpc.makeUnaryRequest(
@@ -46,7 +52,14 @@ async function* streamCall(
   request: unknown,
   options: CallOptions,
 ): AsyncGenerator<unknown> {
-  const call = grpc.makeServerStreamRequest(path, serialize, deserialize, request, toMetadata(options), deadlineOf(options));
+  const call = grpc.makeServerStreamRequest(
+    path,
+    serialize,
+    deserialize,
+    request,
+    toMetadata(options),
+    deadlineOf(options),
+  );
   const onAbort = (): void => call.cancel();
   options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
@@ -61,7 +74,9 @@ async function* streamCall(
 
 function toMetadata(options: CallOptions): Metadata {
   const metadata = new Metadata();
-  new Headers(options.headers).forEach((value, key) => metadata.set(key, value));
+  new Headers(options.headers as ConstructorParameters<typeof Headers>[0]).forEach((value, key) =>
+    metadata.set(key, value),
+  );
   return metadata;
 }
 
@@ -76,5 +91,5 @@ function toConnectError(error: ServiceError): ConnectError {
   }
   headers.set("grpc-status", String(error.code));
   headers.set("grpc-message", encodeURIComponent(error.details ?? ""));
-  return findTrailerError(headers) ?? new ConnectError(error.details ?? "", error.code as number as Code);
+  return findTrailerError(headers) ?? new ConnectError(error.details ?? "", error.code as number);
 }

@@ -16,7 +16,8 @@ export const testTools: readonly DefinedTool[] = [
     name: "test.bad_output",
     description: "Returns a value that is not JSON, chosen by inputs.kind.",
     handler: (inputs) => {
-      switch (inputs["kind"]) {
+      const kind = typeof inputs["kind"] === "string" ? inputs["kind"] : "";
+      switch (kind) {
         case "bigint":
           return { value: 10n };
         case "cycle": {
@@ -41,7 +42,7 @@ export const testTools: readonly DefinedTool[] = [
         case "huge":
           return { value: "x".repeat(5 * 1024 * 1024) };
         default:
-          return { kind: inputs["kind"] ?? null };
+          return { kind };
       }
     },
   }),
@@ -57,12 +58,13 @@ export const testTools: readonly DefinedTool[] = [
     name: "test.throw_error",
     description: "Throws an Error with inputs.message.",
     handler: (inputs) => {
-      throw new TypeError(String(inputs["message"] ?? "bad thing"));
+      throw new TypeError(typeof inputs["message"] === "string" ? inputs["message"] : "bad thing");
     },
   }),
   defineTool({
     name: "test.reject_object",
     description: "Rejects with a plain object.",
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the point of this tool
     handler: () => Promise.reject({ code: 42 }),
   }),
   defineTool({
@@ -76,10 +78,13 @@ export const testTools: readonly DefinedTool[] = [
     description: "Ignores its signal and resolves after inputs.ms; its late result must be discarded.",
     handler: (inputs, context) =>
       new Promise((resolve) =>
-        setTimeout(() => {
-          testToolEvents.emit("late", context.executionId);
-          resolve({ late: true });
-        }, Number(inputs["ms"] ?? 300)),
+        setTimeout(
+          () => {
+            testToolEvents.emit("late", context.executionId);
+            resolve({ late: true });
+          },
+          Number(inputs["ms"] ?? 300),
+        ),
       ),
   }),
   defineTool({
@@ -107,6 +112,6 @@ export const testTools: readonly DefinedTool[] = [
       properties: { count: { type: "integer", minimum: 0 }, reply: { type: "object" } },
     },
     outputSchema: { type: "object", required: ["total"], properties: { total: { type: "number" } } },
-    handler: (inputs) => (inputs["reply"] ?? {}) as Record<string, unknown>,
+    handler: (inputs) => inputs["reply"] ?? {},
   }),
 ];

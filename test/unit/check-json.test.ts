@@ -27,7 +27,9 @@ describe("checkJsonObject()", () => {
 
   it("names the path and the kind of each non-JSON value", () => {
     expect(problem({ n: Number.NaN })).to.equal("value.n is NaN: JSON numbers must be finite");
-    expect(problem({ n: [1, Number.NEGATIVE_INFINITY] })).to.equal("value.n[1] is -Infinity: JSON numbers must be finite");
+    expect(problem({ n: [1, Number.NEGATIVE_INFINITY] })).to.equal(
+      "value.n[1] is -Infinity: JSON numbers must be finite",
+    );
     expect(problem({ big: 1n })).to.equal("value.big is a BigInt: it is not a JSON value");
     expect(problem({ u: undefined })).to.equal("value.u is undefined: it is not a JSON value");
     expect(problem({ f: () => 1 })).to.equal("value.f is a function: it is not a JSON value");

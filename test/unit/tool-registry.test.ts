@@ -72,9 +72,11 @@ describe("ToolRegistry", () => {
     it("reports each change in order and replays retained changes", () => {
       const registry = new ToolRegistry("default", { retainedChanges: 2 });
       const seen: string[] = [];
-      const unsubscribe = registry.subscribe((change) => seen.push(`${change.kind}:${change.spec.name}:${change.version}`));
+      const unsubscribe = registry.subscribe((change) =>
+        seen.push(`${change.kind}:${change.spec.name}:${change.version}`),
+      );
       registry.register({ spec: spec("a.one") });
-      registry.register({ spec: spec("a.one"), }, { replace: true });
+      registry.register({ spec: spec("a.one") }, { replace: true });
       registry.remove("a.one");
       unsubscribe();
       registry.register({ spec: spec("a.two") });

@@ -97,7 +97,10 @@ for (const stackName of clientStackNames) {
       let executionId = "";
       let failure: unknown;
       try {
-        for await (const response of client.runner.runTool({ toolName: "test.wait_for_cancel" }, { signal: abort.signal })) {
+        for await (const response of client.runner.runTool(
+          { toolName: "test.wait_for_cancel" },
+          { signal: abort.signal },
+        )) {
           seen.push(response.event?.event.case ?? "");
           executionId = response.event?.executionId ?? "";
           if (response.event?.event.case === "progress") abort.abort();
@@ -108,7 +111,7 @@ for (const stackName of clientStackNames) {
       expect(ConnectError.from(failure).code).to.equal(Code.Canceled);
       expect(seen).to.include("progress");
       expect(seen).to.not.include("completed");
-      const [abortedId, reason] = await aborted;
+      const [abortedId, reason] = (await aborted) as [string, string];
       expect(abortedId).to.equal(executionId);
       expect(reason).to.contain("cancelled");
       const after = await events("builtin.echo", { still: "serving" });

@@ -77,10 +77,16 @@ describe("Limits and concurrency over the wire", () => {
         [Number.POSITIVE_INFINITY, "Infinity"],
         [Number.NEGATIVE_INFINITY, "-Infinity"],
       ] as const) {
-        const response = await stack.runner.executeTool({ runner, toolName: "builtin.echo", inputs: { nested: { value } } });
+        const response = await stack.runner.executeTool({
+          runner,
+          toolName: "builtin.echo",
+          inputs: { nested: { value } },
+        });
         expect(response.result?.success).to.equal(false);
         expect(response.result?.error?.errorType).to.equal("InputValidationError");
-        expect(response.result?.error?.details).to.equal(`inputs.nested.value is ${shown}: JSON numbers must be finite`);
+        expect(response.result?.error?.details).to.equal(
+          `inputs.nested.value is ${shown}: JSON numbers must be finite`,
+        );
       }
     });
   }

@@ -6,8 +6,19 @@ import { once } from "node:events";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 
 /** Starts `node dist/src/main.js` with `args` and resolves once it printed both addresses. */
-async function startMain(args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; httpUrl: string; output: () => string }> {
-  const child = spawn(process.execPath, ["dist/src/main.js", "--grpc-port", "0", "--http-port", "0", "--log-level", "warn", ...args]);
+async function startMain(
+  args: string[],
+): Promise<{ child: ChildProcessWithoutNullStreams; httpUrl: string; output: () => string }> {
+  const child = spawn(process.execPath, [
+    "dist/src/main.js",
+    "--grpc-port",
+    "0",
+    "--http-port",
+    "0",
+    "--log-level",
+    "warn",
+    ...args,
+  ]);
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -31,7 +42,8 @@ describe("The toolruntime command", () => {
       expect(output()).to.contain("examples.greet");
       const runner = createClient(RunnerService, createConnectTransport({ baseUrl: httpUrl, httpVersion: "1.1" }));
       const events = [];
-      for await (const response of runner.runTool({ toolName: "examples.greet", inputs: { name: "Ada" } })) events.push(response.event);
+      for await (const response of runner.runTool({ toolName: "examples.greet", inputs: { name: "Ada" } }))
+        events.push(response.event);
       const last = events.at(-1)?.event;
       expect(last?.case === "completed" && last.value.result?.output).to.deep.equal({ greeting: "Hello, Ada!" });
     } finally {
@@ -51,7 +63,15 @@ describe("The toolruntime command", () => {
   });
 
   it("names a tool module that exports no tool", async () => {
-    const child = spawn(process.execPath, ["dist/src/main.js", "--grpc-port", "0", "--http-port", "0", "--tools", "package.json"]);
+    const child = spawn(process.execPath, [
+      "dist/src/main.js",
+      "--grpc-port",
+      "0",
+      "--http-port",
+      "0",
+      "--tools",
+      "package.json",
+    ]);
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const [code] = (await once(child, "exit")) as [number | null];

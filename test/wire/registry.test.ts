@@ -30,7 +30,9 @@ for (const stackName of clientStackNames) {
     describe("RegisterTool", () => {
       it("registers a tool that GetTool then returns with version and has_handler filled in", async () => {
         const name = `${uniqueName("reg")}.tool`;
-        const registered = await client.registry.registerTool({ spec: spec(name, { inputSchema: { type: "object" } }) });
+        const registered = await client.registry.registerTool({
+          spec: spec(name, { inputSchema: { type: "object" } }),
+        });
         expect(registered.replaced).to.equal(false);
         expect(registered.spec?.hasHandler).to.equal(false);
         expect((registered.spec?.version ?? 0n) > 0n).to.equal(true);
@@ -56,7 +58,10 @@ for (const stackName of clientStackNames) {
       it("replaces a tool when asked to and says so", async () => {
         const name = `${uniqueName("rep")}.tool`;
         await client.registry.registerTool({ spec: spec(name, { description: "first" }) });
-        const replaced = await client.registry.registerTool({ spec: spec(name, { description: "second" }), replace: true });
+        const replaced = await client.registry.registerTool({
+          spec: spec(name, { description: "second" }),
+          replace: true,
+        });
         expect(replaced.replaced).to.equal(true);
         expect((await client.registry.getTool({ name })).spec?.description).to.equal("second");
       });
@@ -79,7 +84,9 @@ for (const stackName of clientStackNames) {
           "a read_only tool cannot be writes",
         );
         await expectToolError(
-          client.registry.registerTool({ spec: spec(name, { capabilities: { readOnly: true, checkpointable: true } }) }),
+          client.registry.registerTool({
+            spec: spec(name, { capabilities: { readOnly: true, checkpointable: true } }),
+          }),
           Code.InvalidArgument,
           "RegistrationError",
           "a read_only tool cannot be checkpointable",
@@ -117,12 +124,18 @@ for (const stackName of clientStackNames) {
         const names = ["constructor.tostring", "hasownproperty.valueof", "prototype.constructor"];
         for (const name of names) await client.registry.registerTool({ spec: spec(name) });
         for (const name of names) expect((await client.registry.getTool({ name })).spec?.name).to.equal(name);
-        await expectToolError(client.registry.getTool({ name: "constructor.constructor" }), Code.NotFound, "NotFoundError");
+        await expectToolError(
+          client.registry.getTool({ name: "constructor.constructor" }),
+          Code.NotFound,
+          "NotFoundError",
+        );
       });
 
       it("rejects an input schema that is not a JSON Schema with INVALID_ARGUMENT", async () => {
         await expectToolError(
-          client.registry.registerTool({ spec: spec(`${uniqueName("schema")}.tool`, { inputSchema: { type: "nonsense" } }) }),
+          client.registry.registerTool({
+            spec: spec(`${uniqueName("schema")}.tool`, { inputSchema: { type: "nonsense" } }),
+          }),
           Code.InvalidArgument,
           "RegistrationError",
           "input_schema",
@@ -130,7 +143,12 @@ for (const stackName of clientStackNames) {
       });
 
       it("rejects a missing spec and a default timeout over one day", async () => {
-        await expectToolError(client.registry.registerTool({}), Code.InvalidArgument, "RegistrationError", "spec is missing");
+        await expectToolError(
+          client.registry.registerTool({}),
+          Code.InvalidArgument,
+          "RegistrationError",
+          "spec is missing",
+        );
         await expectToolError(
           client.registry.registerTool({ spec: spec(`${uniqueName("t")}.tool`, { defaultTimeoutMs: 86_400_001 }) }),
           Code.InvalidArgument,
@@ -164,13 +182,33 @@ for (const stackName of clientStackNames) {
       });
 
       it("rejects a forged page token, an oversized page and a bad namespace with INVALID_ARGUMENT", async () => {
-        await expectToolError(client.registry.listTools({ pageToken: "bm9wZQ" }), Code.InvalidArgument, "InvalidRequestError", "page_token");
-        await expectToolError(client.registry.listTools({ pageSize: 1001 }), Code.InvalidArgument, "InvalidRequestError", "page_size");
-        await expectToolError(client.registry.listTools({ namespace: "Bad NS" }), Code.InvalidArgument, "InvalidRequestError", "namespace");
+        await expectToolError(
+          client.registry.listTools({ pageToken: "bm9wZQ" }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+          "page_token",
+        );
+        await expectToolError(
+          client.registry.listTools({ pageSize: 1001 }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+          "page_size",
+        );
+        await expectToolError(
+          client.registry.listTools({ namespace: "Bad NS" }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+          "namespace",
+        );
       });
 
       it("answers NOT_FOUND for a registry that does not exist", async () => {
-        await expectToolError(client.registry.listTools({ registry: "nowhere" }), Code.NotFound, "NotFoundError", '"nowhere"');
+        await expectToolError(
+          client.registry.listTools({ registry: "nowhere" }),
+          Code.NotFound,
+          "NotFoundError",
+          '"nowhere"',
+        );
       });
     });
 
@@ -190,7 +228,7 @@ for (const stackName of clientStackNames) {
         const abort = new AbortController();
         const stream = client.registry.watchTools({}, { signal: abort.signal });
         const iterator = stream[Symbol.asyncIterator]();
-        let snapshotVersion = 0n;
+        let snapshotVersion: bigint;
         for (;;) {
           const next = await iterator.next();
           if (next.done) throw new Error("stream ended during the snapshot");
@@ -222,7 +260,10 @@ for (const stackName of clientStackNames) {
         // Resuming from the snapshot's version replays the same three changes.
         const resumed = [];
         const resumeAbort = new AbortController();
-        for await (const change of client.registry.watchTools({ fromVersion: snapshotVersion }, { signal: resumeAbort.signal })) {
+        for await (const change of client.registry.watchTools(
+          { fromVersion: snapshotVersion },
+          { signal: resumeAbort.signal },
+        )) {
           if (change.spec?.name === name) resumed.push(change);
           if (change.version === live[2]!.version) break;
         }

@@ -79,14 +79,22 @@ for (const stackName of clientStackNames) {
       });
 
       it("rejects invalid tool and runner names with INVALID_ARGUMENT", async () => {
-        await expectToolError(client.runner.activateTool({ toolName: "__proto__" }), Code.InvalidArgument, "InvalidRequestError");
+        await expectToolError(
+          client.runner.activateTool({ toolName: "__proto__" }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+        );
         await expectToolError(
           client.runner.activateTool({ runner: "Bad Runner", toolName: "builtin.echo" }),
           Code.InvalidArgument,
           "InvalidRequestError",
           "runner name",
         );
-        await expectToolError(client.runner.deactivateTool({ toolName: "" }), Code.InvalidArgument, "InvalidRequestError");
+        await expectToolError(
+          client.runner.deactivateTool({ toolName: "" }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+        );
       });
 
       it("deactivates a tool everywhere when it is removed from the registry", async () => {
@@ -153,18 +161,66 @@ for (const stackName of clientStackNames) {
         ["a thrown string", "test.throw_string", {}, "HandlerError", 'threw a string: "boom"'],
         ["a thrown Error", "test.throw_error", { message: "disk on fire" }, "HandlerError", "TypeError: disk on fire"],
         ["a rejection with a plain object", "test.reject_object", {}, "HandlerError", '{"code":42}'],
-        ["output with a BigInt", "test.bad_output", { kind: "bigint" }, "OutputValidationError", "output.value is a BigInt"],
-        ["output with a cycle", "test.bad_output", { kind: "cycle" }, "OutputValidationError", "output.self is a reference to one of its ancestors"],
+        [
+          "output with a BigInt",
+          "test.bad_output",
+          { kind: "bigint" },
+          "OutputValidationError",
+          "output.value is a BigInt",
+        ],
+        [
+          "output with a cycle",
+          "test.bad_output",
+          { kind: "cycle" },
+          "OutputValidationError",
+          "output.self is a reference to one of its ancestors",
+        ],
         ["undefined output", "test.bad_output", { kind: "undefined" }, "OutputValidationError", "output is undefined"],
-        ["output with a function", "test.bad_output", { kind: "function" }, "OutputValidationError", "output.value is a function"],
+        [
+          "output with a function",
+          "test.bad_output",
+          { kind: "function" },
+          "OutputValidationError",
+          "output.value is a function",
+        ],
         ["output with NaN", "test.bad_output", { kind: "nan" }, "OutputValidationError", "output.value is NaN"],
-        ["output with Infinity", "test.bad_output", { kind: "infinity" }, "OutputValidationError", "output.value is Infinity"],
+        [
+          "output with Infinity",
+          "test.bad_output",
+          { kind: "infinity" },
+          "OutputValidationError",
+          "output.value is Infinity",
+        ],
         ["output with a Date", "test.bad_output", { kind: "date" }, "OutputValidationError", "output.value is a Date"],
-        ["output with a symbol", "test.bad_output", { kind: "symbol" }, "OutputValidationError", "output.value is a symbol"],
+        [
+          "output with a symbol",
+          "test.bad_output",
+          { kind: "symbol" },
+          "OutputValidationError",
+          "output.value is a symbol",
+        ],
         ["a string as output", "test.bad_output", { kind: "string" }, "OutputValidationError", "output is a string"],
-        ["output over the size limit", "test.bad_output", { kind: "huge" }, "OutputValidationError", "larger than the limit"],
-        ["inputs that break the input schema", "test.schema", { count: -1 }, "InputValidationError", "/count must be >= 0"],
-        ["output that breaks the output schema", "test.schema", { count: 1, reply: { total: "x" } }, "OutputValidationError", "/total must be number"],
+        [
+          "output over the size limit",
+          "test.bad_output",
+          { kind: "huge" },
+          "OutputValidationError",
+          "larger than the limit",
+        ],
+        [
+          "inputs that break the input schema",
+          "test.schema",
+          { count: -1 },
+          "InputValidationError",
+          "/count must be >= 0",
+        ],
+        [
+          "output that breaks the output schema",
+          "test.schema",
+          { count: 1, reply: { total: "x" } },
+          "OutputValidationError",
+          "/total must be number",
+        ],
         ["inputs nested too deeply", "builtin.echo", nest(70), "InputValidationError", "nested deeper than 64 levels"],
       ];
       for (const [label, toolName, inputs, errorType, fragment] of failures) {
@@ -193,7 +249,7 @@ for (const stackName of clientStackNames) {
         expect(result.error?.errorType).to.equal("TimeoutError");
         expect(result.metadata?.["timeout_ms"]).to.equal(50);
         // The handler does finish later; what it returns then changes nothing.
-        const [lateId] = await executionIdOfLate;
+        const [lateId] = (await executionIdOfLate) as [string];
         expect(lateId).to.equal(response.executionId);
         expect(result.output).to.deep.equal({});
       });
@@ -210,7 +266,7 @@ for (const stackName of clientStackNames) {
         );
         // The handler reports progress as soon as it runs; abort only after it has started.
         setImmediate(() => abort.abort());
-        const [, reason] = await aborted;
+        const [, reason] = (await aborted) as [string, string];
         expect(reason).to.contain("cancelled");
         expect(ConnectError.from(await failure).code).to.equal(Code.Canceled);
         expect((await client.registry.getTool({ name: "builtin.echo" })).spec?.name).to.equal("builtin.echo");
@@ -226,7 +282,9 @@ for (const stackName of clientStackNames) {
           "TimeoutError",
         ).catch((error: unknown) => {
           // Some stacks end the call on the client side at the deadline, before any trailer arrives.
-          expect(ConnectError.from(error).code === Code.DeadlineExceeded || String(error).includes("ToolError")).to.equal(true);
+          expect(
+            ConnectError.from(error).code === Code.DeadlineExceeded || String(error).includes("ToolError"),
+          ).to.equal(true);
         });
         await aborted;
       });
