@@ -1,0 +1,50 @@
+import { expect } from "chai";
+import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { promisify } from "node:util";
+import type { RunningServer } from "../../src/server/tool-runtime-server.js";
+import { startTestServer } from "../support/test-server.js";
+
+const run = promisify(execFile);
+
+/** The README's shell blocks that call the server, in order. */
+async function readmeShellBlocks(): Promise<string[]> {
+  const readme = await readFile("README.md", "utf8");
+  return [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((match) => match[1] ?? "")
+    .filter((block) => block.includes("curl"));
+}
+
+describe("The README's examples", () => {
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server.close(0);
+  });
+
+  /** Runs a README block against the test server's ports. */
+  async function runBlock(block: string): Promise<string> {
+    const httpPort = new URL(server.httpUrl).port;
+    const grpcPort = server.grpcAddress.split(":").at(-1) ?? "";
+    const script = block.replaceAll("127.0.0.1:8080", `127.0.0.1:${httpPort}`).replaceAll("127.0.0.1:50051", `127.0.0.1:${grpcPort}`);
+    const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { timeout: 30_000 });
+    return stdout;
+  }
+
+  it("work as printed: listing, the four stages, the stream, the error and buf curl", async () => {
+    const blocks = await readmeShellBlocks();
+    expect(blocks).to.have.length(5);
+    const [list, stages, stream, error, bufCurl] = await Promise.all(blocks.map((block) => runBlock(block)));
+    expect((JSON.parse(list ?? "") as { tools: unknown[] }).tools).to.have.length(2);
+    expect(stages).to.contain('"output":{"echo":{"hello":"world"}}');
+    expect(stages).to.contain('"wasActive":true');
+    expect(stream).to.contain('"completed":{"result":{"success":true,"output":{"counted":3}');
+    expect(error).to.contain('"code":"not_found"');
+    expect(error).to.contain('"errorType":"ActivationError"');
+    expect(bufCurl).to.contain('"completed"');
+    expect(bufCurl).to.contain('"counted": 3');
+  });
+});
