@@ -270,8 +270,7 @@ export const RemoveToolResponseSchema: GenMessage<RemoveToolResponse> = /*@__PUR
  */
 export type WatchToolsRequest = Message<"toolruntime.v1.WatchToolsRequest"> & {
   /**
-   * Registry to watch; empty means "default". Watching a registry that does not exist yet is
-   * allowed: its snapshot is empty.
+   * Registry to watch; empty means "default". A registry that does not exist is NOT_FOUND.
    *
    * @generated from field: string registry = 1;
    */
@@ -397,7 +396,7 @@ export const ToolChangeTypeSchema: GenEnum<ToolChangeType> = /*@__PURE__*/
  *
  * Every RPC takes a `registry` name: empty means "default". A registry name is one lowercase segment
  * with the grammar of a tool name segment. A named registry other than "default" comes into being
- * with its first registration and disappears when its last tool is removed.
+ * with its first registration and then lasts as long as the server (at most 64 registries).
  *
  * Every non-OK status carries a ToolError detail.
  *
@@ -443,7 +442,7 @@ export const RegistryService: GenService<{
     output: typeof ListToolsResponseSchema;
   },
   /**
-   * Removes a tool; says whether there was one to remove.
+   * Removes a tool; says whether there was one to remove (false for a registry that does not exist).
    * Errors: INVALID_ARGUMENT (invalid name).
    *
    * @generated from rpc toolruntime.v1.RegistryService.RemoveTool
@@ -459,7 +458,7 @@ export const RegistryService: GenService<{
    * HEARTBEAT every 15 seconds while nothing changes. With `from_version` it skips the snapshot and
    * replays the changes after that version, then follows live.
    * Errors (before the first message): INVALID_ARGUMENT (invalid registry name or a version newer
-   * than the registry's), OUT_OF_RANGE (the changes after `from_version` are no longer retained:
+   * than the registry's), NOT_FOUND (no such registry), OUT_OF_RANGE (the changes after `from_version` are no longer retained:
    * watch again from 0). A watcher that falls more than 10,000 changes behind is ended with
    * RESOURCE_EXHAUSTED and can resume from the last version it saw.
    *
