@@ -73,10 +73,14 @@ export async function executeTool(
   let abortReason: "timeout" | "cancelled" | undefined;
   let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
   const aborted = new Promise<HandlerOutcome>((resolve) => (settleAbort = resolve));
+  let cancelReason = "";
   const abort = (reason: "timeout" | "cancelled"): void => {
     if (abortReason) return;
     abortReason = reason;
-    controller.abort(new Error(reason === "timeout" ? `timed out after ${options.timeoutMs} ms` : "cancelled"));
+    if (reason === "cancelled") cancelReason = describeAbortReason(options.signal?.reason);
+    controller.abort(
+      new Error(reason === "timeout" ? `timed out after ${options.timeoutMs} ms` : `cancelled: ${cancelReason}`),
+    );
     settleAbort?.({ kind: "aborted", reason });
   };
   const timer = setTimeout(() => abort("timeout"), options.timeoutMs);
@@ -134,7 +138,7 @@ export async function executeTool(
         : failed(
             name,
             ErrorType.Cancelled,
-            `run of ${quote(name)} was cancelled by its caller`,
+            `run of ${quote(name)} was cancelled: ${cancelReason}`,
             durationMs,
             metadata(durationMs),
           );
@@ -170,6 +174,15 @@ export async function executeTool(
       return succeeded(outputCheck.value, durationMs, metadata(durationMs));
     }
   }
+}
+
+/** Why a caller's signal aborted, for messages: its Error's message, else a generic phrase. */
+function describeAbortReason(reason: unknown): string {
+  if (reason instanceof Error && reason.name !== "AbortError" && reason.message !== "") {
+    // A ConnectError's message starts with its code in brackets; the raw message reads better.
+    return "rawMessage" in reason && typeof reason.rawMessage === "string" ? reason.rawMessage : reason.message;
+  }
+  return "the caller went away";
 }
 
 function capabilityFlags(tool: RegisteredTool): JsonObject {

@@ -61,7 +61,7 @@ export async function* runLifecycle(runners: RunnerSet, request: LifecycleReques
   yield event({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs } });
 
   const runAbort = new AbortController();
-  const cancel = (): void => runAbort.abort();
+  const cancel = (): void => runAbort.abort(request.signal.reason);
   request.signal.addEventListener("abort", cancel, { once: true });
   const queue = new EventQueue<EventBody>((queued, next) => queued.case === "progress" && next.case === "progress");
   let handlerStartedAt = 0;

@@ -8,7 +8,6 @@ import type {
   UntypedServiceImplementation,
   sendUnaryData,
 } from "@grpc/grpc-js";
-import { once } from "node:events";
 import type { Logger } from "pino";
 import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
@@ -57,7 +56,10 @@ export function addServiceToGrpcServer<S extends DescService>(
     };
     const context = (call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer>): HandlerContext => {
       const abort = new AbortController();
-      call.once("cancelled", () => abort.abort(new ConnectError("the client cancelled the call", Code.Canceled)));
+      // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection drops.
+      call.once("cancelled", () =>
+        abort.abort(new ConnectError("the call was cancelled by the client", Code.Canceled)),
+      );
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
       return createHandlerContext({
@@ -114,20 +116,33 @@ async function serveStream(
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
-      if (context.signal.aborted) return;
+      if (call.cancelled) return;
       if (!call.write(encode(method.output, next.value))) {
         // Respect flow control: wait until the client reads, or until it goes away.
-        await once(call, "drain", { signal: context.signal });
+        await waitForDrain(call);
       }
     }
     call.end();
   } catch (error) {
-    if (context.signal.aborted && call.cancelled) return;
+    if (call.cancelled) return;
     call.emit("error", toGrpcStatus(toConnectError(error, logger)));
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();
   }
+}
+
+/** Resolves when the stream can take more, or when the call is cancelled. */
+function waitForDrain(call: ServerWritableStream<Buffer, Buffer>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      call.off("drain", done);
+      call.off("cancelled", done);
+      resolve();
+    };
+    call.once("drain", done);
+    call.once("cancelled", done);
+  });
 }
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {

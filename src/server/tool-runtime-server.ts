@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { pino, type Logger } from "pino";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
@@ -37,6 +37,9 @@ export interface RunningServer {
   /** Stops both ports: calls in flight get `graceMs` (default 5,000) to finish, then are cut. */
   close(graceMs?: number): Promise<void>;
 }
+
+/** Time that calls cancelled at the end of the shutdown grace period get to send their results. */
+const cancelledResultGraceMs = 500;
 
 /** Default largest message: 4 MiB, the gRPC default. */
 export const defaultMaxMessageBytes = 4 * 1024 * 1024;
@@ -99,12 +102,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     grpcAddress: `${shownHost}:${grpcPort}`,
     httpUrl: `http://${shownHost}:${http.port}`,
     async close(graceMs = 5000) {
-      const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
-      const stopped = Promise.all([shutdownGrpcServer(grpcServer, graceMs), http.close(graceMs)]);
-      // Calls still running when the grace period ends are cancelled: their runs end as cancelled.
-      void grace.then(() => shutdown.abort());
-      await stopped;
-      shutdown.abort();
+      // Calls still running when the grace period ends are cancelled, and get a moment more to
+      // send their cancelled results before the connections are cut.
+      const cancelTimer = setTimeout(
+        () => shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable)),
+        graceMs,
+      );
+      const hardStopMs = graceMs + cancelledResultGraceMs;
+      await Promise.all([shutdownGrpcServer(grpcServer, hardStopMs), http.close(hardStopMs)]);
+      clearTimeout(cancelTimer);
+      shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
       runtime.close();
     },
   };
