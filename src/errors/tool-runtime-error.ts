@@ -9,6 +9,7 @@ export type StatusCode =
   | "NOT_FOUND"
   | "ALREADY_EXISTS"
   | "PERMISSION_DENIED"
+  | "UNAUTHENTICATED"
   | "RESOURCE_EXHAUSTED"
   | "FAILED_PRECONDITION"
   | "OUT_OF_RANGE"
@@ -36,6 +37,10 @@ export const ErrorType = {
   ResourceExhausted: "ResourceExhaustedError",
   /** A resumable stream cannot resume from where the client asked. */
   OutOfRange: "OutOfRangeError",
+  /** The call carries no valid credentials. */
+  Unauthenticated: "UnauthenticatedError",
+  /** The caller's identity lacks the permission the call needs. */
+  PermissionDenied: "PermissionDeniedError",
   /** The server is shutting down. */
   Unavailable: "UnavailableError",
   /** Inputs are not a JSON object or break the tool's input schema (a failed result). */

@@ -46,6 +46,11 @@ export class RegistrySet {
     return registry;
   }
 
+  /** Every registry, the default first. */
+  all(): ToolRegistry[] {
+    return [...this.#registries.values()];
+  }
+
   /** The registry of that name if it exists, else undefined. Throws INVALID_ARGUMENT for a bad name. */
   find(name: string): ToolRegistry | undefined {
     return this.#registries.get(resolveRegistryName(name));

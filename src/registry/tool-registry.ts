@@ -32,6 +32,8 @@ export interface ListToolsQuery {
   readonly pageSize?: number;
   /** A `nextPageToken` from a previous call, or "". */
   readonly pageToken?: string;
+  /** Only tools this predicate accepts (the caller's read permission); pages stay full. */
+  readonly include?: ((spec: ToolSpec) => boolean) | undefined;
 }
 
 /** One page of a listing. */
@@ -172,6 +174,7 @@ export class ToolRegistry {
       if (!name.startsWith(prefix)) break;
       const tool = this.#tools.get(name) as RegisteredTool;
       if (toolType !== "" && tool.spec.toolType !== toolType) continue;
+      if (query.include && !query.include(tool.spec)) continue;
       if (tools.length === pageSize) {
         nextPageToken = encodePageToken((tools[tools.length - 1] as ToolSpec).name);
         break;

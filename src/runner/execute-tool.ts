@@ -23,6 +23,8 @@ export interface ExecuteOptions {
   readonly onProgress?: ((report: ProgressReport) => void) | undefined;
   /** Called just before the handler is called. */
   readonly onStart?: (() => void) | undefined;
+  /** W3C traceparent of the calling RPC; its trace id goes into the metadata. */
+  readonly traceParent?: string | undefined;
 }
 
 /** Longest progress message kept, in characters. */
@@ -48,6 +50,8 @@ export async function executeTool(
 ): Promise<ToolResult> {
   const name = tool.spec.name;
   const startedAt = new Date();
+  // A traceparent reads "version-traceid-spanid-flags".
+  const traceId = options.traceParent?.split("-")[1];
   const metadata = (durationMs: number): JsonObject => ({
     execution_id: options.executionId,
     tool_name: name,
@@ -56,6 +60,7 @@ export async function executeTool(
     finished_at: new Date(startedAt.getTime() + durationMs).toISOString(),
     timeout_ms: options.timeoutMs,
     capabilities: capabilityFlags(tool),
+    ...(traceId ? { trace_id: traceId } : {}),
   });
 
   const inputCheck = checkJsonObject(inputs, "inputs", options.jsonLimits);

@@ -20,6 +20,10 @@ export interface LifecycleRequest {
   readonly signal: AbortSignal;
   /** Interval between HEARTBEAT events, in milliseconds. Default 15,000. */
   readonly heartbeatIntervalMs?: number | undefined;
+  /** Name of the caller's identity, for observers. */
+  readonly caller?: string | undefined;
+  /** W3C traceparent of the calling RPC. */
+  readonly traceParent?: string | undefined;
 }
 
 type EventBody = NonNullable<MessageInitShape<typeof RunEventSchema>["event"]>;
@@ -74,6 +78,8 @@ export async function* runLifecycle(runners: RunnerSet, request: LifecycleReques
       .run(prepared, request.inputs, {
         executionId,
         signal: runAbort.signal,
+        caller: request.caller,
+        traceParent: request.traceParent,
         onStart: () => (handlerStartedAt = performance.now()),
         onProgress: (report) => queue.push({ case: "progress", value: report }),
       })

@@ -7,6 +7,7 @@ import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/to
 import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-registry.js";
 import { maxTimeoutMs } from "../registry/validate-spec.js";
 import { executeTool } from "./execute-tool.js";
+import type { RunInfo, RunObserver } from "./run-observer.js";
 
 /** Options of a {@link ToolRunner}. */
 export interface ToolRunnerOptions {
@@ -16,6 +17,8 @@ export interface ToolRunnerOptions {
   readonly jsonLimits?: JsonLimits;
   /** Most tools active at once in this runner; more is RESOURCE_EXHAUSTED. Default 10,000. */
   readonly maxActiveTools?: number;
+  /** Observers told of every run's start and end (metrics, logs, traces, audit). */
+  readonly observers?: readonly RunObserver[];
 }
 
 /** Per-call options of {@link ToolRunner.execute}. */
@@ -32,6 +35,10 @@ export interface ExecuteCallOptions {
   readonly onProgress?: ((report: ProgressReport) => void) | undefined;
   /** Called just before the handler is called. */
   readonly onStart?: (() => void) | undefined;
+  /** Name of the caller's identity, for observers. Default "anonymous". */
+  readonly caller?: string | undefined;
+  /** W3C traceparent of the calling RPC, for observers and the result's metadata. */
+  readonly traceParent?: string | undefined;
 }
 
 /** A run about to start: the tool, its handler and its resolved timeout. */
@@ -51,6 +58,7 @@ export class ToolRunner {
   readonly #defaultTimeoutMs: number;
   readonly #jsonLimits: JsonLimits;
   readonly #maxActiveTools: number;
+  readonly #observers: readonly RunObserver[];
 
   constructor(
     readonly name: string,
@@ -60,6 +68,7 @@ export class ToolRunner {
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
     this.#jsonLimits = options.jsonLimits ?? defaultJsonLimits;
     this.#maxActiveTools = options.maxActiveTools ?? 10_000;
+    this.#observers = options.observers ?? [];
   }
 
   /** Number of active tools. */
@@ -152,13 +161,22 @@ export class ToolRunner {
     return { tool, handler: tool.handler, timeoutMs };
   }
 
-  /** Runs a prepared run; never throws (see executeTool). */
-  run(
+  /** Runs a prepared run and tells the observers; never throws (see executeTool). */
+  async run(
     prepared: PreparedRun,
     inputs: unknown,
     options: ExecuteCallOptions & { executionId: string },
   ): Promise<ToolResult> {
-    return executeTool(prepared.tool, prepared.handler, inputs, {
+    const info: RunInfo = {
+      executionId: options.executionId,
+      spec: prepared.tool.spec,
+      runnerName: this.name,
+      caller: options.caller ?? "anonymous",
+      inputs,
+      traceParent: options.traceParent,
+    };
+    for (const observer of this.#observers) observer.onRunStart?.(info);
+    const result = await executeTool(prepared.tool, prepared.handler, inputs, {
       executionId: options.executionId,
       runnerName: this.name,
       timeoutMs: prepared.timeoutMs,
@@ -166,7 +184,10 @@ export class ToolRunner {
       jsonLimits: this.#jsonLimits,
       onProgress: options.onProgress,
       onStart: options.onStart,
+      traceParent: options.traceParent,
     });
+    for (const observer of this.#observers) observer.onRunEnd?.(info, result);
+    return result;
   }
 
   /**

@@ -1,5 +1,12 @@
 import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  createHandlerContext,
+  type HandlerContext,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import type {
   Server,
   ServerUnaryCall,
@@ -9,10 +16,12 @@ import type {
   sendUnaryData,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { peerCertificateKey } from "./call-context.js";
 import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { toConnectError } from "./to-connect-error.js";
 
+type HandlerContextController = ReturnType<typeof createHandlerContext>;
 type UnaryMethod = (request: unknown, context: HandlerContext) => Promise<unknown>;
 type StreamingMethod = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
 
@@ -54,12 +63,17 @@ export function addServiceToGrpcServer<S extends DescService>(
       responseSerialize: (bytes: Buffer) => bytes,
       responseDeserialize: (bytes: Buffer) => bytes,
     };
-    const context = (call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer>): HandlerContext => {
+    const context = (
+      call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer>,
+    ): HandlerContextController => {
       const abort = new AbortController();
       // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection drops.
       call.once("cancelled", () =>
         abort.abort(new ConnectError("the call was cancelled by the client", Code.Canceled)),
       );
+      const values = createContextValues();
+      const certificate = call.getAuthContext().sslPeerCertificate;
+      if (certificate) values.set(peerCertificateKey, certificate);
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
       return createHandlerContext({
@@ -70,6 +84,7 @@ export function addServiceToGrpcServer<S extends DescService>(
         url: path,
         requestSignal: abort.signal,
         requestHeader: metadataToHeaders(call.metadata),
+        contextValues: values,
         ...(Number.isFinite(deadlineMs) ? { timeoutMs: Math.max(0, deadlineMs - Date.now()) } : {}),
         ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
       });
@@ -90,7 +105,7 @@ async function serveUnary(
   callback: sendUnaryData<Buffer>,
   method: DescMethod,
   impl: UnaryMethod,
-  context: HandlerContext,
+  context: HandlerContextController,
   logger: Logger,
 ): Promise<void> {
   try {
@@ -99,6 +114,9 @@ async function serveUnary(
     callback(null, encode(method.output, response));
   } catch (error) {
     callback(toGrpcStatus(toConnectError(error, logger)));
+  } finally {
+    // Releases the context's deadline timer and listeners.
+    context.abort();
   }
 }
 
@@ -106,7 +124,7 @@ async function serveStream(
   call: ServerWritableStream<Buffer, Buffer>,
   method: DescMethod,
   impl: StreamingMethod,
-  context: HandlerContext,
+  context: HandlerContextController,
   logger: Logger,
 ): Promise<void> {
   let iterator: AsyncIterator<unknown> | undefined;
@@ -129,6 +147,8 @@ async function serveStream(
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();
+    // Releases the context's deadline timer and listeners.
+    context.abort();
   }
 }
 

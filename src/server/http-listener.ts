@@ -2,6 +2,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Socket } from "node:net";
+import type { ConnectionOptions } from "./connection-options.js";
+import type { TlsMaterial } from "./tls-config.js";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 requests. */
 export type NodeRequestHandler = (
@@ -17,20 +19,29 @@ export interface HttpListener {
   close(graceMs: number): Promise<void>;
 }
 
+/** Where and how {@link listenHttp} listens. */
+export interface HttpListenOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly connection: ConnectionOptions;
+  /** TLS (and mutual TLS); cleartext when absent. */
+  readonly tls?: TlsMaterial | undefined;
+}
+
 // Every HTTP/2 connection starts with this preface (RFC 9113 §3.4); HTTP/1.1 never does.
 const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /**
- * Listens on one port for cleartext HTTP/1.1 and HTTP/2 (prior knowledge) at once. Node's cleartext
- * HTTP/2 server cannot answer HTTP/1.1 by itself, so each connection's first bytes are compared
- * with the HTTP/2 preface and the connection goes to the matching server.
+ * Listens on one port for HTTP/1.1 and HTTP/2 at once. With TLS, ALPN offers "h2" and "http/1.1".
+ * In cleartext, Node's HTTP/2 server cannot answer HTTP/1.1 by itself, so each connection's first
+ * bytes are compared with the HTTP/2 preface and the connection goes to the matching server.
  */
-export async function listenHttp(host: string, port: number, handler: NodeRequestHandler): Promise<HttpListener> {
+export async function listenHttp(options: HttpListenOptions, handler: NodeRequestHandler): Promise<HttpListener> {
   let closing = false;
   // HTTP/1.1 sockets and how many requests each has in flight, so idle ones can be closed at once
-  // on shutdown (the HTTP/1.1 server never listens itself, so its own connection tracking is off).
+  // on shutdown (Node's own tracking is off for a server that does not listen itself).
   const inFlight = new Map<Socket, number>();
-  const http1 = http.createServer((request, response) => {
+  const trackHttp1 = (request: http.IncomingMessage, response: http.ServerResponse): void => {
     const socket = request.socket;
     inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
     if (closing) response.setHeader("connection", "close");
@@ -39,26 +50,61 @@ export async function listenHttp(host: string, port: number, handler: NodeReques
       inFlight.set(socket, remaining);
       if (closing && remaining === 0) socket.end();
     });
-    handler(request, response);
-  });
-  const h2 = http2.createServer(handler);
+  };
+  const http2Options = {
+    settings: { maxConcurrentStreams: options.connection.maxConcurrentStreams },
+  };
   const sessions = new Set<http2.ServerHttp2Session>();
-  h2.on("session", (session) => {
-    sessions.add(session);
-    session.once("close", () => sessions.delete(session));
-  });
   const sockets = new Set<Socket>();
-  const server = net.createServer((socket) => {
+  const track = (socket: Socket): void => {
     sockets.add(socket);
     socket.once("close", () => {
       sockets.delete(socket);
       inFlight.delete(socket);
     });
-    routeByPreface(socket, http1, h2);
+  };
+
+  let server: net.Server;
+  let h2: http2.Http2Server | http2.Http2SecureServer;
+  if (options.tls) {
+    const tls = options.tls;
+    h2 = http2.createSecureServer(
+      {
+        ...http2Options,
+        cert: tls.cert,
+        key: tls.key,
+        allowHTTP1: true,
+        ALPNProtocols: ["h2", "http/1.1"],
+        ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+      },
+      (request, response) => {
+        // With allowHTTP1, HTTP/1.1 requests arrive here too, as http.IncomingMessage.
+        if (request.httpVersionMajor === 1) trackHttp1(request as never, response as never);
+        handler(request, response);
+      },
+    );
+    h2.on("secureConnection", track);
+    server = h2;
+  } else {
+    const http1 = http.createServer((request, response) => {
+      trackHttp1(request, response);
+      handler(request, response);
+    });
+    h2 = http2.createServer(http2Options, handler);
+    server = net.createServer((socket) => {
+      track(socket);
+      routeByPreface(socket, http1, h2);
+    });
+  }
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
   });
+  if (options.connection.maxConnectionIdleMs > 0) h2.setTimeout(options.connection.maxConnectionIdleMs);
+
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => {
+    server.listen(options.port, options.host, () => {
       server.off("error", reject);
       resolve();
     });

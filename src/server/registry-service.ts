@@ -1,10 +1,11 @@
-import type { ServiceImpl } from "@connectrpc/connect";
-import type { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
-import { ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { type RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
+import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
-import { checkToolName, ensure, quote } from "../registry/names.js";
+import { checkToolName, ensure, isToolName, quote } from "../registry/names.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
+import { callerOf } from "./call-context.js";
 
 const changeTypes: Record<WatchItem["kind"], ToolChangeType> = {
   snapshot: ToolChangeType.SNAPSHOT,
@@ -15,12 +16,19 @@ const changeTypes: Record<WatchItem["kind"], ToolChangeType> = {
   heartbeat: ToolChangeType.HEARTBEAT,
 };
 
-/** The RegistryService RPCs over a runtime, written once for every transport. */
+/**
+ * The RegistryService RPCs over a runtime, written once for every transport. Each checks the
+ * caller's permission: `register` to register or remove, `read` to get; listings and watches only
+ * show the tools the caller may read.
+ */
 export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof RegistryService> {
   const { registries } = runtime;
+  const readable = (context: HandlerContext) => {
+    const caller = callerOf(context);
+    return (name: string): boolean => isAllowed(caller, "read", name);
+  };
   return {
-    registerTool(request) {
-      const registry = registries.getOrCreate(request.registry);
+    registerTool(request, context) {
       if (!request.spec) {
         throw new ToolRuntimeError(
           "INVALID_ARGUMENT",
@@ -28,11 +36,15 @@ export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof 
           "spec is missing: send the tool's ToolSpec",
         );
       }
+      // An invalid name is the registry's RegistrationError; only a valid one can be authorised.
+      if (isToolName(request.spec.name)) ensureAllowed(callerOf(context), "register", request.spec.name);
+      const registry = registries.getOrCreate(request.registry);
       return registry.register({ spec: request.spec }, { replace: request.replace });
     },
 
-    getTool(request) {
+    getTool(request, context) {
       ensure(checkToolName(request.name));
+      ensureAllowed(callerOf(context), "read", request.name);
       const registry = registries.get(request.registry);
       const tool = registry.get(request.name);
       if (!tool) {
@@ -46,18 +58,21 @@ export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof 
       return { spec: tool.spec };
     },
 
-    listTools(request) {
-      const page = registries.get(request.registry).list(request);
+    listTools(request, context) {
+      const mayRead = readable(context);
+      const page = registries.get(request.registry).list({ ...request, include: (spec) => mayRead(spec.name) });
       return { tools: page.tools, nextPageToken: page.nextPageToken, registryVersion: page.version };
     },
 
-    removeTool(request) {
+    removeTool(request, context) {
       ensure(checkToolName(request.name));
+      ensureAllowed(callerOf(context), "register", request.name);
       const registry = registries.find(request.registry);
       return { removed: registry?.remove(request.name) ?? false };
     },
 
     async *watchTools(request, context) {
+      const mayRead = readable(context);
       const registry = registries.get(request.registry);
       const items = watchRegistry(registry, {
         fromVersion: request.fromVersion,
@@ -65,6 +80,7 @@ export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof 
         heartbeatIntervalMs: runtime.heartbeatIntervalMs,
       });
       for await (const item of items) {
+        if (item.spec && !mayRead(item.spec.name)) continue;
         yield { type: changeTypes[item.kind], version: item.version, ...(item.spec ? { spec: item.spec } : {}) };
       }
     },

@@ -12,6 +12,7 @@ const codes: Record<StatusCode, Code> = {
   NOT_FOUND: Code.NotFound,
   ALREADY_EXISTS: Code.AlreadyExists,
   PERMISSION_DENIED: Code.PermissionDenied,
+  UNAUTHENTICATED: Code.Unauthenticated,
   RESOURCE_EXHAUSTED: Code.ResourceExhausted,
   FAILED_PRECONDITION: Code.FailedPrecondition,
   OUT_OF_RANGE: Code.OutOfRange,

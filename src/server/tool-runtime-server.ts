@@ -1,17 +1,28 @@
-import { setMaxListeners } from "node:events";
+import { Code, ConnectError, createContextValues, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { setMaxListeners } from "node:events";
 import { pino, type Logger } from "pino";
-import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
-import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { file_toolruntime_v1_registry, RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
+import { file_toolruntime_v1_runner, RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { createAuthenticator, type IdentityConfig } from "../auth/authenticator.js";
 import { createToolRuntime, type ToolRuntime, type ToolRuntimeOptions } from "../runtime.js";
+import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
+import { createServerMetrics } from "../telemetry/metrics.js";
+import { createTracing, type TracingOptions } from "../telemetry/tracing.js";
+import { peerCertificateKey } from "./call-context.js";
+import { wrapService } from "./call-pipeline.js";
+import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
 import { bindGrpcServer, createGrpcServer, shutdownGrpcServer } from "./grpc-listener.js";
-import { listenHttp, type NodeRequestHandler } from "./http-listener.js";
-import { mapServiceErrors } from "./map-service-errors.js";
+import { addReflectionToGrpcServer } from "./grpc-reflection.js";
+import { addHealthToGrpcServer } from "./health.js";
+import { withOperationalEndpoints } from "./http-endpoints.js";
+import { listenHttp, type HttpListener, type NodeRequestHandler } from "./http-listener.js";
+import { peerCertificateOf } from "./peer-certificate.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { createRegistryService } from "./registry-service.js";
 import { createRunnerService } from "./runner-service.js";
+import { readTlsFiles, type TlsFiles } from "./tls-config.js";
 
 /** Options of {@link startServer}. Every field has a default. */
 export interface ServerOptions extends ToolRuntimeOptions {
@@ -19,12 +30,29 @@ export interface ServerOptions extends ToolRuntimeOptions {
   readonly host?: string;
   /** Port of native gRPC (grpc-js). Default 50051; 0 picks a free port. */
   readonly grpcPort?: number;
-  /** Port of Connect, gRPC-Web and gRPC over HTTP/1.1 and HTTP/2 (connect-node). Default 8080; 0 picks a free port. */
+  /** Port of Connect, gRPC-Web and gRPC over HTTP/1.1 and HTTP/2 (connect-node), and of /healthz, /readyz and /metrics. Default 8080; 0 picks a free port. */
   readonly httpPort?: number;
-  /** Largest request or response message, in bytes. Default 4 MiB. */
+  /** Largest request or response message, in bytes. Default 4 MiB. Shorthand for `connection.maxMessageBytes`. */
   readonly maxMessageBytes?: number;
+  /** Limits and keepalive of connections; see ConnectionOptions for the defaults. */
+  readonly connection?: Partial<ConnectionOptions>;
+  /** TLS, and mutual TLS with a client CA, on both ports. Default: cleartext. */
+  readonly tls?: TlsFiles | undefined;
+  /** Identities allowed to call, with their permissions. Default: none, so authentication is off. */
+  readonly identities?: readonly IdentityConfig[];
+  /**
+   * Listen on an address other than loopback without TLS or authentication. Default false: the
+   * server refuses to start, because anyone on the network could then run its tools.
+   */
+  readonly allowInsecureRemote?: boolean;
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
+  /** Logger for audit records of executions. Default: the main logger. */
+  readonly auditLogger?: Logger;
+  /** Put input values in run log lines. Default false. */
+  readonly logInputs?: boolean;
+  /** OpenTelemetry export. Default: spans are made (trace ids propagate) but not exported. */
+  readonly tracing?: TracingOptions;
 }
 
 /** A running server. */
@@ -32,9 +60,12 @@ export interface RunningServer {
   readonly runtime: ToolRuntime;
   /** "host:port" of the gRPC port. */
   readonly grpcAddress: string;
-  /** "http://host:port" of the HTTP port. */
+  /** "http://host:port" (or https) of the HTTP port. */
   readonly httpUrl: string;
-  /** Stops both ports: calls in flight get `graceMs` (default 5,000) to finish, then are cut. */
+  /**
+   * Stops both ports: health turns NOT_SERVING, new calls get UNAVAILABLE, connections get GOAWAY,
+   * calls in flight get `graceMs` (default 5,000) to finish, then the rest are cancelled.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -42,77 +73,125 @@ export interface RunningServer {
 const cancelledResultGraceMs = 500;
 
 /** Default largest message: 4 MiB, the gRPC default. */
-export const defaultMaxMessageBytes = 4 * 1024 * 1024;
+export const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
+
+/** Whether `host` is a loopback address, reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
 
 /**
  * Starts the service on both ports with one implementation behind both: native gRPC through
- * grpc-js, and Connect plus gRPC-Web through connect-node.
+ * grpc-js (with health and reflection), and Connect plus gRPC-Web through connect-node (with
+ * /healthz, /readyz and /metrics). Throws before listening when the options are unsafe or a port
+ * cannot be bound.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
-  const maxMessageBytes = options.maxMessageBytes ?? defaultMaxMessageBytes;
+  const identities = options.identities ?? [];
+  if (!isLoopback(host) && !options.tls && identities.length === 0 && !options.allowInsecureRemote) {
+    throw new Error(
+      `refusing to listen on ${JSON.stringify(host)} without TLS or authentication: anyone who can reach it could run its tools; configure TLS or identities, or allow it explicitly`,
+    );
+  }
+  const connection: ConnectionOptions = {
+    ...defaultConnectionOptions,
+    ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+    ...options.connection,
+  };
+  const tls = options.tls ? readTlsFiles(options.tls) : undefined;
   const logger = options.logger ?? pino();
-  const runtime = createToolRuntime({
+  const tracing = createTracing(options.tracing);
+  // The registry-size gauge reads the runtime's registries at each scrape, after both exist.
+  const metrics = createServerMetrics(() => runtime.registries.all());
+  const runtime: ToolRuntime = createToolRuntime({
     ...options,
     runners: {
       ...options.runners,
-      jsonLimits: { maxDepth: 64, maxBytes: maxMessageBytes, ...options.runners?.jsonLimits },
+      jsonLimits: { maxDepth: 64, maxBytes: connection.maxMessageBytes, ...options.runners?.jsonLimits },
+      observers: [
+        metrics.runObserver,
+        tracing.runObserver,
+        createRunLogger(logger, { logInputs: options.logInputs ?? false, audit: options.auditLogger ?? logger }),
+        ...(options.runners?.observers ?? []),
+      ],
     },
   });
-  const registry = mapServiceErrors(RegistryService, createRegistryService(runtime), logger);
-  const runner = mapServiceErrors(RunnerService, createRunnerService(runtime), logger);
+
+  let closing = false;
+  const pipeline = {
+    logger,
+    isClosing: () => closing,
+    authenticate: createAuthenticator(identities),
+    observers: [tracing.callObserver, metrics.callObserver, createCallLogger(logger)],
+  };
+  const registry = wrapService(RegistryService, createRegistryService(runtime), pipeline);
+  const runner = wrapService(RunnerService, createRunnerService(runtime), pipeline);
   const shutdown = new AbortController();
   // Every call in flight listens to the shutdown signal; thousands at once are normal.
   setMaxListeners(0, shutdown.signal);
 
-  const grpcServer = createGrpcServer({ maxMessageBytes });
+  const grpcServer = createGrpcServer(connection);
   addServiceToGrpcServer(grpcServer, RegistryService, registry, { logger, shutdownSignal: shutdown.signal });
   addServiceToGrpcServer(grpcServer, RunnerService, runner, { logger, shutdownSignal: shutdown.signal });
+  const health = addHealthToGrpcServer(grpcServer, [RegistryService.typeName, RunnerService.typeName]);
+  addReflectionToGrpcServer(grpcServer, [file_toolruntime_v1_registry, file_toolruntime_v1_runner]);
 
   const connectHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(RegistryService, registry);
       router.service(RunnerService, runner);
     },
-    readMaxBytes: maxMessageBytes,
+    readMaxBytes: connection.maxMessageBytes,
+    writeMaxBytes: connection.maxMessageBytes,
     binaryOptions: { recursionLimit: protobufRecursionLimit },
     jsonOptions: { recursionLimit: protobufRecursionLimit },
-    writeMaxBytes: maxMessageBytes,
     shutdownSignal: shutdown.signal,
+    contextValues: (request) => {
+      const values = createContextValues();
+      const certificate = peerCertificateOf(request.socket);
+      if (certificate) values.set(peerCertificateKey, certificate);
+      return values;
+    },
   }) as NodeRequestHandler;
 
   let grpcPort: number;
+  let http: HttpListener;
   try {
-    grpcPort = await bindGrpcServer(grpcServer, host, options.grpcPort ?? 50051);
+    grpcPort = await bindGrpcServer(grpcServer, host, options.grpcPort ?? 50051, tls);
+    try {
+      http = await listenHttp(
+        { host, port: options.httpPort ?? 8080, connection, tls },
+        withOperationalEndpoints(connectHandler, health, metrics.registry),
+      );
+    } catch (error) {
+      grpcServer.forceShutdown();
+      throw error;
+    }
   } catch (error) {
     runtime.close();
+    await tracing.shutdown();
     throw error;
   }
-  let http: Awaited<ReturnType<typeof listenHttp>>;
-  try {
-    http = await listenHttp(host, options.httpPort ?? 8080, connectHandler);
-  } catch (error) {
-    grpcServer.forceShutdown();
-    runtime.close();
-    throw error;
-  }
+  health.serving();
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {
     runtime,
     grpcAddress: `${shownHost}:${grpcPort}`,
-    httpUrl: `http://${shownHost}:${http.port}`,
+    httpUrl: `${tls ? "https" : "http"}://${shownHost}:${http.port}`,
     async close(graceMs = 5000) {
+      closing = true;
+      health.notServing();
       // Calls still running when the grace period ends are cancelled, and get a moment more to
       // send their cancelled results before the connections are cut.
-      const cancelTimer = setTimeout(
-        () => shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable)),
-        graceMs,
-      );
+      const reason = new ConnectError("the server is shutting down", Code.Unavailable);
+      const cancelTimer = setTimeout(() => shutdown.abort(reason), graceMs);
       const hardStopMs = graceMs + cancelledResultGraceMs;
       await Promise.all([shutdownGrpcServer(grpcServer, hardStopMs), http.close(hardStopMs)]);
       clearTimeout(cancelTimer);
-      shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
+      shutdown.abort(reason);
       runtime.close();
+      await tracing.shutdown();
     },
   };
 }

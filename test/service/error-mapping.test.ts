@@ -1,12 +1,13 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { expect } from "chai";
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { Writable } from "node:stream";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ToolErrorSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { createToolRuntime } from "../../src/runtime.js";
-import { mapServiceErrors } from "../../src/server/map-service-errors.js";
+import { createAuthenticator } from "../../src/auth/authenticator.js";
+import { wrapService, type CallPipelineOptions } from "../../src/server/call-pipeline.js";
 import { createRegistryService } from "../../src/server/registry-service.js";
 import { createRunnerService } from "../../src/server/runner-service.js";
 import { builtinTools } from "../../src/tools/builtin-tools.js";
@@ -23,6 +24,11 @@ function capturingLogger() {
   return { logger: pino(stream), lines };
 }
 
+/** The call pipeline with authentication off and no observers. */
+function pipeline(logger: Logger): CallPipelineOptions {
+  return { logger, isClosing: () => false, authenticate: createAuthenticator([]), observers: [] };
+}
+
 describe("Services in memory", () => {
   it("answers a bug with INTERNAL, a generic message and a reference, and logs the cause", async () => {
     const { logger, lines } = capturingLogger();
@@ -34,7 +40,7 @@ describe("Services in memory", () => {
       },
     };
     const transport = createRouterTransport((router) => {
-      router.service(RegistryService, mapServiceErrors(RegistryService, broken, logger));
+      router.service(RegistryService, wrapService(RegistryService, broken, pipeline(logger)));
     });
     const client = createClient(RegistryService, transport);
     let caught: unknown;
@@ -58,7 +64,7 @@ describe("Services in memory", () => {
     const { logger } = capturingLogger();
     const runtime = createToolRuntime({ tools: builtinTools });
     const transport = createRouterTransport((router) => {
-      router.service(RunnerService, mapServiceErrors(RunnerService, createRunnerService(runtime), logger));
+      router.service(RunnerService, wrapService(RunnerService, createRunnerService(runtime), pipeline(logger)));
     });
     const runner = createClient(RunnerService, transport);
     const discovered = await runner.discoverTools({ namespace: "builtin" });

@@ -29,7 +29,9 @@ describe("The README's examples", () => {
   async function runBlock(block: string): Promise<string> {
     const httpPort = new URL(server.httpUrl).port;
     const grpcPort = server.grpcAddress.split(":").at(-1) ?? "";
-    const script = block.replaceAll("127.0.0.1:8080", `127.0.0.1:${httpPort}`).replaceAll("127.0.0.1:50051", `127.0.0.1:${grpcPort}`);
+    const script = block
+      .replaceAll("127.0.0.1:8080", `127.0.0.1:${httpPort}`)
+      .replaceAll("127.0.0.1:50051", `127.0.0.1:${grpcPort}`);
     const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { timeout: 30_000 });
     return stdout;
   }

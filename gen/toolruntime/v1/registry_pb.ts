@@ -398,7 +398,9 @@ export const ToolChangeTypeSchema: GenEnum<ToolChangeType> = /*@__PURE__*/
  * with the grammar of a tool name segment. A named registry other than "default" comes into being
  * with its first registration and then lasts as long as the server (at most 64 registries).
  *
- * Every non-OK status carries a ToolError detail.
+ * Every non-OK status raised by the service carries a ToolError detail. Statuses the transport
+ * raises before a request reaches the service (a message over the size limit, an unknown method, a
+ * deadline already passed) carry only a code and a message.
  *
  * @generated from service toolruntime.v1.RegistryService
  */

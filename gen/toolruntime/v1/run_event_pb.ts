@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
 import type { ToolResult, ToolSpec } from "./tool_pb.js";
 import { file_toolruntime_v1_tool } from "./tool_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/run_event.proto.
  */
 export const file_toolruntime_v1_run_event: GenFile = /*@__PURE__*/
-  fileDesc("Ch50b29scnVudGltZS92MS9ydW5fZXZlbnQucHJvdG8SDnRvb2xydW50aW1lLnYxIqEECghSdW5FdmVudBIQCghzZXF1ZW5jZRgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxleGVjdXRpb25faWQYAyABKAkSNAoKZGlzY292ZXJlZBgEIAEoCzIeLnRvb2xydW50aW1lLnYxLlRvb2xEaXNjb3ZlcmVkSAASMgoJYWN0aXZhdGVkGAUgASgLMh0udG9vbHJ1bnRpbWUudjEuVG9vbEFjdGl2YXRlZEgAEj0KEWV4ZWN1dGlvbl9zdGFydGVkGAYgASgLMiAudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uU3RhcnRlZEgAEjUKCHByb2dyZXNzGAcgASgLMiEudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uUHJvZ3Jlc3NIABIuCgloZWFydGJlYXQYCCABKAsyGS50b29scnVudGltZS52MS5IZWFydGJlYXRIABI/ChJleGVjdXRpb25fZmluaXNoZWQYCSABKAsyIS50b29scnVudGltZS52MS5FeGVjdXRpb25GaW5pc2hlZEgAEjYKC2RlYWN0aXZhdGVkGAogASgLMh8udG9vbHJ1bnRpbWUudjEuVG9vbERlYWN0aXZhdGVkSAASMQoJY29tcGxldGVkGAsgASgLMhwudG9vbHJ1bnRpbWUudjEuUnVuQ29tcGxldGVkSABCBwoFZXZlbnQiOAoOVG9vbERpc2NvdmVyZWQSJgoEc3BlYxgBIAEoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjIiIKDVRvb2xBY3RpdmF0ZWQSEQoJdG9vbF9uYW1lGAEgASgJIiYKEEV4ZWN1dGlvblN0YXJ0ZWQSEgoKdGltZW91dF9tcxgBIAEoDSJIChFFeGVjdXRpb25Qcm9ncmVzcxIVCghmcmFjdGlvbhgBIAEoAUgAiAEBEg8KB21lc3NhZ2UYAiABKAlCCwoJX2ZyYWN0aW9uIh8KCUhlYXJ0YmVhdBISCgplbGFwc2VkX21zGAEgASgBIjkKEUV4ZWN1dGlvbkZpbmlzaGVkEg8KB3N1Y2Nlc3MYASABKAgSEwoLZHVyYXRpb25fbXMYAiABKAEiJQoPVG9vbERlYWN0aXZhdGVkEhIKCndhc19hY3RpdmUYASABKAgiOgoMUnVuQ29tcGxldGVkEioKBnJlc3VsdBgBIAEoCzIaLnRvb2xydW50aW1lLnYxLlRvb2xSZXN1bHRiBnByb3RvMw", [file_google_protobuf_timestamp, file_toolruntime_v1_tool]);
+  fileDesc("Ch50b29scnVudGltZS92MS9ydW5fZXZlbnQucHJvdG8SDnRvb2xydW50aW1lLnYxIqEECghSdW5FdmVudBIQCghzZXF1ZW5jZRgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxleGVjdXRpb25faWQYAyABKAkSNAoKZGlzY292ZXJlZBgEIAEoCzIeLnRvb2xydW50aW1lLnYxLlRvb2xEaXNjb3ZlcmVkSAASMgoJYWN0aXZhdGVkGAUgASgLMh0udG9vbHJ1bnRpbWUudjEuVG9vbEFjdGl2YXRlZEgAEj0KEWV4ZWN1dGlvbl9zdGFydGVkGAYgASgLMiAudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uU3RhcnRlZEgAEjUKCHByb2dyZXNzGAcgASgLMiEudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uUHJvZ3Jlc3NIABIuCgloZWFydGJlYXQYCCABKAsyGS50b29scnVudGltZS52MS5IZWFydGJlYXRIABI/ChJleGVjdXRpb25fZmluaXNoZWQYCSABKAsyIS50b29scnVudGltZS52MS5FeGVjdXRpb25GaW5pc2hlZEgAEjYKC2RlYWN0aXZhdGVkGAogASgLMh8udG9vbHJ1bnRpbWUudjEuVG9vbERlYWN0aXZhdGVkSAASMQoJY29tcGxldGVkGAsgASgLMhwudG9vbHJ1bnRpbWUudjEuUnVuQ29tcGxldGVkSABCBwoFZXZlbnQiOAoOVG9vbERpc2NvdmVyZWQSJgoEc3BlYxgBIAEoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjIiIKDVRvb2xBY3RpdmF0ZWQSEQoJdG9vbF9uYW1lGAEgASgJIiYKEEV4ZWN1dGlvblN0YXJ0ZWQSEgoKdGltZW91dF9tcxgBIAEoDSJUChFFeGVjdXRpb25Qcm9ncmVzcxIuCghmcmFjdGlvbhgBIAEoCzIcLmdvb2dsZS5wcm90b2J1Zi5Eb3VibGVWYWx1ZRIPCgdtZXNzYWdlGAIgASgJIh8KCUhlYXJ0YmVhdBISCgplbGFwc2VkX21zGAEgASgBIjkKEUV4ZWN1dGlvbkZpbmlzaGVkEg8KB3N1Y2Nlc3MYASABKAgSEwoLZHVyYXRpb25fbXMYAiABKAEiJQoPVG9vbERlYWN0aXZhdGVkEhIKCndhc19hY3RpdmUYASABKAgiOgoMUnVuQ29tcGxldGVkEioKBnJlc3VsdBgBIAEoCzIaLnRvb2xydW50aW1lLnYxLlRvb2xSZXN1bHRiBnByb3RvMw", [file_google_protobuf_timestamp, file_google_protobuf_wrappers, file_toolruntime_v1_tool]);
 
 /**
  * RunEvent is one step of a run's lifecycle, as streamed by RunnerService.RunTool. A stream carries
@@ -196,9 +196,10 @@ export const ExecutionStartedSchema: GenMessage<ExecutionStarted> = /*@__PURE__*
  */
 export type ExecutionProgress = Message<"toolruntime.v1.ExecutionProgress"> & {
   /**
-   * Fraction done, from 0 to 1; unset when the handler reported only a message.
+   * Fraction done, from 0 to 1; unset when the handler reported only a message. (A wrapper rather
+   * than `optional` so that older protoc releases, such as Debian's, compile this file.)
    *
-   * @generated from field: optional double fraction = 1;
+   * @generated from field: google.protobuf.DoubleValue fraction = 1;
    */
   fraction?: number | undefined;
 

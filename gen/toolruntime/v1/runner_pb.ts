@@ -344,7 +344,9 @@ export const RunToolResponseSchema: GenMessage<RunToolResponse> = /*@__PURE__*/
  * removed from the registry is deactivated in every runner. Use a runner of your own to keep your
  * activations apart from other clients'.
  *
- * Every non-OK status carries a ToolError detail. A run that fails is not an RPC error: it is a
+ * Every non-OK status raised by the service carries a ToolError detail. Statuses the transport
+ * raises before a request reaches the service (a message over the size limit, an unknown method, a
+ * deadline already passed) carry only a code and a message. A run that fails is not an RPC error: it is a
  * ToolResult with `success` false.
  *
  * @generated from service toolruntime.v1.RunnerService

@@ -1,0 +1,19 @@
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { PeerCertificate } from "node:tls";
+import { anonymousAdmin, type Identity } from "../auth/permissions.js";
+
+/** The verified client certificate of a mutual-TLS call, set by the transport adapters. */
+export const peerCertificateKey = createContextKey<PeerCertificate | undefined>(undefined, {
+  description: "client certificate",
+});
+
+/** The identity of the caller, set by the call pipeline after authentication. */
+export const identityKey = createContextKey<Identity>(anonymousAdmin, { description: "caller identity" });
+
+/** The caller's identity in a handler context. */
+export function callerOf(context: HandlerContext): Identity {
+  return context.values.get(identityKey);
+}
+
+/** The W3C traceparent of the call's own span, set by the tracing observer. */
+export const traceParentKey = createContextKey<string | undefined>(undefined, { description: "traceparent" });

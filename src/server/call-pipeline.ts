@@ -1,0 +1,92 @@
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { Authenticator } from "../auth/authenticator.js";
+import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { identityKey, peerCertificateKey } from "./call-context.js";
+import { toConnectError } from "./to-connect-error.js";
+
+/** Observes one call: returns the function to call with its final status code (0 for OK). */
+export type CallObserver = (method: DescMethod, context: HandlerContext) => (code: number) => void;
+
+/** What every call goes through before and after its implementation. */
+export interface CallPipelineOptions {
+  readonly logger: Logger;
+  /** Whether the server is shutting down: new calls are then refused with UNAVAILABLE. */
+  readonly isClosing: () => boolean;
+  /** Resolves the caller's identity or throws UNAUTHENTICATED. */
+  readonly authenticate: Authenticator;
+  /** Observers for metrics, logs and traces. */
+  readonly observers: readonly CallObserver[];
+}
+
+type AnyMethod = (request: unknown, context: HandlerContext) => unknown;
+
+/**
+ * Wraps every method of a service implementation so that each call: is refused with UNAVAILABLE
+ * once shutdown has begun; is authenticated (its identity put in the context); is observed by the
+ * metrics, log and trace observers with its final code; and whatever it throws, synchronously, as a
+ * rejection, or from inside a stream, leaves as a ConnectError made by toConnectError. Both
+ * transports mount the wrapped implementation, so both answer alike.
+ */
+export function wrapService<S extends DescService>(
+  service: S,
+  implementation: ServiceImpl<S>,
+  options: CallPipelineOptions,
+): ServiceImpl<S> {
+  const wrapped: Record<string, AnyMethod> = {};
+  for (const method of service.methods) {
+    const original = (implementation as unknown as Record<string, AnyMethod>)[method.localName];
+    if (!original) continue;
+    const admit = (context: HandlerContext): void => {
+      if (options.isClosing()) {
+        throw new ToolRuntimeError(
+          "UNAVAILABLE",
+          ErrorType.Unavailable,
+          "the server is shutting down: retry the call, another replica or the restarted server will take it",
+        );
+      }
+      const identity = options.authenticate({
+        authorization: context.requestHeader.get("authorization"),
+        peerCertificate: context.values.get(peerCertificateKey),
+      });
+      context.values.set(identityKey, identity);
+    };
+    const observe = (context: HandlerContext): ((code: number) => void) => {
+      const finishers = options.observers.map((observer) => observer(method, context));
+      return (code) => finishers.forEach((finish) => finish(code));
+    };
+    wrapped[method.localName] =
+      method.methodKind === "server_streaming"
+        ? async function* (request, context) {
+            const finish = observe(context);
+            let code: number = Code.Canceled;
+            try {
+              admit(context);
+              yield* original(request, context) as AsyncIterable<unknown>;
+              code = 0;
+            } catch (error) {
+              const connectError = toConnectError(error, options.logger);
+              code = connectError.code;
+              throw connectError;
+            } finally {
+              // A stream that its client abandoned ends here without an error: CANCELLED.
+              finish(code);
+            }
+          }
+        : async (request, context) => {
+            const finish = observe(context);
+            try {
+              admit(context);
+              const response = await original(request, context);
+              finish(0);
+              return response;
+            } catch (error) {
+              const connectError = toConnectError(error, options.logger);
+              finish(connectError.code);
+              throw connectError;
+            }
+          };
+  }
+  return wrapped as unknown as ServiceImpl<S>;
+}

@@ -1,0 +1,83 @@
+import { createHash } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
+import type { RunObserver } from "../runner/run-observer.js";
+import { callerOf } from "../server/call-context.js";
+import type { CallObserver } from "../server/call-pipeline.js";
+import { codeName } from "./metrics.js";
+
+/** One log line per call: service, method, protocol, caller, code and duration. Debug level for OK. */
+export function createCallLogger(logger: Logger): CallObserver {
+  return (method, context) => {
+    const started = performance.now();
+    return (code) => {
+      const fields = {
+        rpc: `${method.parent.typeName}/${method.name}`,
+        protocol: context.protocolName,
+        caller: callerOf(context).name,
+        code: codeName(code),
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      };
+      if (code === 0) logger.debug(fields, "call");
+      else logger.info(fields, "call");
+    };
+  };
+}
+
+/** Options of {@link createRunLogger}. */
+export interface RunLoggerOptions {
+  /** Log input values too. Default false: inputs may hold secrets. */
+  readonly logInputs?: boolean;
+  /** Where audit records go; none when absent. */
+  readonly audit?: Logger | undefined;
+}
+
+/**
+ * One log line per run (tool, runner, caller, outcome, duration; inputs only when asked), and an
+ * audit record per run: who ran which tool with which inputs (as a SHA-256 digest), whether the
+ * tool writes, and the outcome.
+ */
+export function createRunLogger(logger: Logger, options: RunLoggerOptions = {}): RunObserver {
+  return {
+    onRunEnd(info, result) {
+      const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
+      logger.info(
+        {
+          executionId: info.executionId,
+          tool: info.spec.name,
+          runner: info.runnerName,
+          caller: info.caller,
+          outcome,
+          durationMs: Math.round(result.durationMs * 1000) / 1000,
+          ...(options.logInputs ? { inputs: info.inputs } : {}),
+        },
+        "run",
+      );
+      options.audit?.info(
+        {
+          audit: "execution",
+          executionId: info.executionId,
+          caller: info.caller,
+          tool: info.spec.name,
+          inputsSha256: digestOf(info.inputs),
+          writes: info.spec.capabilities?.writes ?? false,
+          approval: info.spec.capabilities?.humanApprovalRequired ? "required" : "not_required",
+          outcome,
+          traceParent: info.traceParent,
+        },
+        "execution",
+      );
+    },
+  };
+}
+
+/** SHA-256 (hex) of a value's JSON, or of "(not JSON)" when it has none. */
+function digestOf(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? "(not JSON)";
+  } catch {
+    text = "(not JSON)";
+  }
+  return createHash("sha256").update(text).digest("hex");
+}

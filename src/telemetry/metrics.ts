@@ -1,0 +1,94 @@
+import { Code } from "@connectrpc/connect";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ToolRegistry } from "../registry/tool-registry.js";
+import type { RunObserver } from "../runner/run-observer.js";
+import type { CallObserver } from "../server/call-pipeline.js";
+
+/** The server's Prometheus metrics and the observers that feed them. */
+export interface ServerMetrics {
+  /** The prom-client registry to expose at /metrics. */
+  readonly registry: Registry;
+  readonly callObserver: CallObserver;
+  readonly runObserver: RunObserver;
+}
+
+const durationBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Name of a status code for labels: "OK", "NOT_FOUND"… */
+export function codeName(code: number): string {
+  if (code === 0) return "OK";
+  const name = Code[code as Code];
+  return name === undefined ? String(code) : name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}
+
+/**
+ * Creates the metrics (all prefixed `toolruntime_`, plus the Node process defaults):
+ * - `rpc_requests_total{service,method,protocol,code}` and `rpc_duration_seconds{service,method,protocol}`;
+ * - `executions_total{tool,outcome}` (outcome: "success" or the error type),
+ *   `execution_duration_seconds{tool}`, `executions_in_flight`;
+ * - `registry_tools{registry}`, read from `listRegistries()` at each scrape.
+ */
+export function createServerMetrics(listRegistries: () => readonly ToolRegistry[]): ServerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: "toolruntime_rpc_requests_total",
+    help: "RPCs handled, by service, method, protocol and final status code.",
+    labelNames: ["service", "method", "protocol", "code"],
+    registers: [registry],
+  });
+  const rpcDuration = new Histogram({
+    name: "toolruntime_rpc_duration_seconds",
+    help: "RPC duration, from the call reaching the service to its last message, in seconds.",
+    labelNames: ["service", "method", "protocol"],
+    buckets: durationBuckets,
+    registers: [registry],
+  });
+  const executions = new Counter({
+    name: "toolruntime_executions_total",
+    help: "Tool executions, by tool and outcome (success or the error type).",
+    labelNames: ["tool", "outcome"],
+    registers: [registry],
+  });
+  const executionDuration = new Histogram({
+    name: "toolruntime_execution_duration_seconds",
+    help: "Handler wall-clock time of tool executions, in seconds.",
+    labelNames: ["tool"],
+    buckets: durationBuckets,
+    registers: [registry],
+  });
+  const inFlight = new Gauge({
+    name: "toolruntime_executions_in_flight",
+    help: "Tool executions running now.",
+    registers: [registry],
+  });
+  new Gauge({
+    name: "toolruntime_registry_tools",
+    help: "Tools registered, by registry.",
+    labelNames: ["registry"],
+    registers: [registry],
+    collect() {
+      for (const toolRegistry of listRegistries()) this.set({ registry: toolRegistry.name }, toolRegistry.size);
+    },
+  });
+  return {
+    registry,
+    callObserver: (method, context) => {
+      const labels = { service: method.parent.typeName, method: method.name, protocol: context.protocolName };
+      const stop = rpcDuration.startTimer(labels);
+      return (code) => {
+        stop();
+        requests.inc({ ...labels, code: codeName(code) });
+      };
+    },
+    runObserver: {
+      onRunStart: () => inFlight.inc(),
+      onRunEnd: (info, result) => {
+        inFlight.dec();
+        const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
+        executions.inc({ tool: info.spec.name, outcome });
+        executionDuration.observe({ tool: info.spec.name }, result.durationMs / 1000);
+      },
+    },
+  };
+}
