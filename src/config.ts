@@ -1,89 +1,163 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { actions } from "./auth/permissions.js";
+import type { IdentityConfig } from "./auth/authenticator.js";
+import { defaultConnectionOptions, type ConnectionOptions } from "./server/connection-options.js";
+import type { TlsFiles } from "./server/tls-config.js";
 
-/** The settings of `toolruntime` (the `npm start` command), from flags and environment. */
+/** The settings of the server command, from flags, environment, an optional config file and defaults. */
 export interface ServerConfig {
   readonly host: string;
   readonly grpcPort: number;
   readonly httpPort: number;
-  readonly maxMessageBytes: number;
+  readonly connection: ConnectionOptions;
   readonly defaultTimeoutMs: number;
   readonly shutdownGraceMs: number;
   readonly toolModules: readonly string[];
   readonly builtinTools: boolean;
   readonly logLevel: string;
+  readonly logInputs: boolean;
+  readonly auditLog: string | undefined;
+  readonly otlpEndpoint: string | undefined;
+  readonly tls: TlsFiles | undefined;
+  readonly identities: readonly IdentityConfig[];
+  readonly allowInsecureRemote: boolean;
   readonly help: boolean;
 }
 
-interface OptionDoc {
+type Kind = "string" | "integer" | "boolean" | "list";
+
+/** One option: its flag, environment variable, config-file key, default and meaning. */
+interface OptionSpec {
+  readonly key: string;
   readonly flag: string;
-  readonly env: string;
-  readonly fallback: string;
+  readonly kind: Kind;
+  readonly fallback: string | number | boolean | undefined;
   readonly text: string;
+  readonly min?: number;
+  readonly max?: number;
 }
 
-const docs: readonly OptionDoc[] = [
-  { flag: "host", env: "TOOLRUNTIME_HOST", fallback: "127.0.0.1", text: "address both ports listen on" },
-  {
-    flag: "grpc-port",
-    env: "TOOLRUNTIME_GRPC_PORT",
-    fallback: "50051",
-    text: "port of native gRPC; 0 picks a free port",
-  },
-  {
-    flag: "http-port",
-    env: "TOOLRUNTIME_HTTP_PORT",
-    fallback: "8080",
-    text: "port of Connect and gRPC-Web; 0 picks a free port",
-  },
-  {
-    flag: "max-message-bytes",
-    env: "TOOLRUNTIME_MAX_MESSAGE_BYTES",
-    fallback: "4194304",
-    text: "largest request or response, in bytes",
-  },
-  {
-    flag: "default-timeout-ms",
-    env: "TOOLRUNTIME_DEFAULT_TIMEOUT_MS",
-    fallback: "30000",
-    text: "run timeout when neither call nor tool sets one",
-  },
-  {
-    flag: "shutdown-grace-ms",
-    env: "TOOLRUNTIME_SHUTDOWN_GRACE_MS",
-    fallback: "10000",
-    text: "time calls in flight get to finish on SIGTERM/SIGINT",
-  },
-  {
-    flag: "tools",
-    env: "TOOLRUNTIME_TOOLS",
-    fallback: "",
-    text: 'module of tools to load; repeat the flag, or separate paths with "," in the variable',
-  },
-  {
-    flag: "no-builtin-tools",
-    env: "TOOLRUNTIME_NO_BUILTIN_TOOLS",
-    fallback: "false",
-    text: "do not serve the builtin.* tools",
-  },
-  {
-    flag: "log-level",
-    env: "TOOLRUNTIME_LOG_LEVEL",
-    fallback: "info",
-    text: "fatal, error, warn, info, debug or trace",
-  },
+const day = 86_400_000;
+const options: readonly OptionSpec[] = [
+  { key: "config", flag: "config", kind: "string", fallback: undefined, text: "JSON config file with any option below (by its key) plus tls and identities" },
+  { key: "host", flag: "host", kind: "string", fallback: "127.0.0.1", text: "address both ports listen on" },
+  { key: "grpcPort", flag: "grpc-port", kind: "integer", fallback: 50051, min: 0, max: 65535, text: "port of native gRPC; 0 picks a free port" },
+  { key: "httpPort", flag: "http-port", kind: "integer", fallback: 8080, min: 0, max: 65535, text: "port of Connect, gRPC-Web, /healthz, /readyz and /metrics; 0 picks a free port" },
+  { key: "maxMessageBytes", flag: "max-message-bytes", kind: "integer", fallback: defaultConnectionOptions.maxMessageBytes, min: 1024, max: 1024 ** 3, text: "largest request or response, in bytes" },
+  { key: "maxConcurrentStreams", flag: "max-concurrent-streams", kind: "integer", fallback: defaultConnectionOptions.maxConcurrentStreams, min: 1, max: 1_000_000, text: "most concurrent calls per HTTP/2 connection" },
+  { key: "keepaliveTimeMs", flag: "keepalive-time-ms", kind: "integer", fallback: defaultConnectionOptions.keepaliveTimeMs, min: 1000, max: day, text: "interval of keepalive pings on quiet gRPC connections" },
+  { key: "keepaliveTimeoutMs", flag: "keepalive-timeout-ms", kind: "integer", fallback: defaultConnectionOptions.keepaliveTimeoutMs, min: 1000, max: day, text: "time a keepalive ping may go unanswered" },
+  { key: "maxConnectionAgeMs", flag: "max-connection-age-ms", kind: "integer", fallback: defaultConnectionOptions.maxConnectionAgeMs, min: 0, max: day, text: "age after which a gRPC connection is asked to go away, so load balancers rebalance; 0: never" },
+  { key: "maxConnectionAgeGraceMs", flag: "max-connection-age-grace-ms", kind: "integer", fallback: defaultConnectionOptions.maxConnectionAgeGraceMs, min: 0, max: day, text: "time calls get to finish on a connection past its maximum age" },
+  { key: "maxConnectionIdleMs", flag: "max-connection-idle-ms", kind: "integer", fallback: defaultConnectionOptions.maxConnectionIdleMs, min: 0, max: day, text: "time an idle connection stays open; 0: forever" },
+  { key: "defaultTimeoutMs", flag: "default-timeout-ms", kind: "integer", fallback: 30_000, min: 1, max: day, text: "run timeout when neither call nor tool sets one" },
+  { key: "shutdownGraceMs", flag: "shutdown-grace-ms", kind: "integer", fallback: 10_000, min: 0, max: 3_600_000, text: "time calls in flight get to finish on SIGTERM/SIGINT" },
+  { key: "tools", flag: "tools", kind: "list", fallback: undefined, text: "module of tools to load; repeat the flag, or separate paths with \",\" in the variable" },
+  { key: "noBuiltinTools", flag: "no-builtin-tools", kind: "boolean", fallback: false, text: "do not serve the builtin.* tools" },
+  { key: "tlsCert", flag: "tls-cert", kind: "string", fallback: undefined, text: "PEM certificate chain: turns on TLS on both ports (with --tls-key)" },
+  { key: "tlsKey", flag: "tls-key", kind: "string", fallback: undefined, text: "PEM private key of the certificate" },
+  { key: "tlsClientCa", flag: "tls-client-ca", kind: "string", fallback: undefined, text: "PEM CA of client certificates: requires mutual TLS on both ports" },
+  { key: "allowInsecureRemote", flag: "allow-insecure-remote", kind: "boolean", fallback: false, text: "allow a non-loopback --host without TLS or identities" },
+  { key: "logLevel", flag: "log-level", kind: "string", fallback: "info", text: "fatal, error, warn, info, debug, trace or silent" },
+  { key: "logInputs", flag: "log-inputs", kind: "boolean", fallback: false, text: "put input values in run log lines (they may hold secrets)" },
+  { key: "auditLog", flag: "audit-log", kind: "string", fallback: undefined, text: "file to append audit records of executions to; default: the main log" },
+  { key: "otlpEndpoint", flag: "otlp-endpoint", kind: "string", fallback: undefined, text: "OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces" },
 ];
 
-/** The `--help` text: every option with its variable and default. */
+/** The environment variable of an option: TOOLRUNTIME_ and its flag in upper snake case. */
+function envName(option: OptionSpec): string {
+  return `TOOLRUNTIME_${option.flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/** The `--help` text: every option with its environment variable and default. */
 export function helpText(): string {
-  const lines = docs.map(
-    (doc) => `  --${doc.flag.padEnd(20)} ${doc.env.padEnd(32)} ${doc.text} (default: ${doc.fallback || "none"})`,
-  );
-  return `usage: toolruntime [options]\n\noptions (flag, environment variable, meaning):\n${lines.join("\n")}\n  --help${" ".repeat(48)}print this text\n`;
+  const lines = options.map((option) => {
+    const fallback = option.fallback === undefined ? "none" : String(option.fallback);
+    return `  --${option.flag.padEnd(28)} ${envName(option).padEnd(40)} ${option.text} (default: ${fallback})`;
+  });
+  return [
+    "usage: toolruntime [options]",
+    "",
+    "Serves the tool registry and runner over gRPC and Connect. Each option can also be set by its",
+    "environment variable or, by its key (camelCase of the flag), in the --config file; flags win over",
+    "the environment, which wins over the file. The file may also hold \"identities\" (see README).",
+    "",
+    ...lines,
+    `  --${"help".padEnd(28)} ${"".padEnd(40)} print this text`,
+    "",
+  ].join("\n");
+}
+
+const identitySchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "grants"],
+  properties: {
+    name: { type: "string", minLength: 1, maxLength: 128 },
+    tokenSha256: { type: "array", items: { type: "string", pattern: "^[0-9a-f]{64}$" } },
+    certificateNames: { type: "array", items: { type: "string", minLength: 1 } },
+    grants: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["actions", "patterns"],
+        properties: {
+          actions: { type: "array", minItems: 1, items: { enum: [...actions] } },
+          patterns: { type: "array", minItems: 1, items: { type: "string", pattern: "^(\\*|[a-z][a-z0-9_.-]*(\\.\\*)?)$" } },
+        },
+      },
+    },
+  },
+};
+
+const fileSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    ...Object.fromEntries(
+      options
+        .filter((option) => option.key !== "config")
+        .map((option) => [
+          option.key,
+          option.kind === "integer"
+            ? { type: "integer", minimum: option.min, maximum: option.max }
+            : option.kind === "list"
+              ? { type: "array", items: { type: "string" } }
+              : { type: option.kind },
+        ]),
+    ),
+    identities: { type: "array", items: identitySchema },
+  },
+};
+
+const validateFile = new Ajv2020({ allErrors: true, strict: false }).compile(fileSchema);
+
+/** Reads and validates a config file; throws an Error listing what is wrong with it. */
+function readConfigFile(path: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new Error(`config file ${JSON.stringify(path)} cannot be read as JSON: ${(error as Error).message}`, { cause: error });
+  }
+  if (!validateFile(parsed)) {
+    const problems = (validateFile.errors ?? []).map((error) => {
+      const where = error.instancePath === "" ? "(top level)" : error.instancePath;
+      const extra = error.keyword === "additionalProperties" ? ` "${String(error.params["additionalProperty"])}"` : "";
+      return `${where} ${error.message ?? "is invalid"}${extra}`;
+    });
+    throw new Error(`config file ${JSON.stringify(path)} is invalid: ${problems.join("; ")}`);
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /**
- * Reads the configuration from flags, then environment variables, then defaults. Throws an Error
- * with a precise message for an unknown flag or a value out of range.
+ * Reads the configuration from flags, then environment variables, then the config file, then
+ * defaults. Throws an Error with a precise message for an unknown flag, a value out of range, or
+ * an invalid config file.
  */
 export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {
   const { values } = parseArgs({
@@ -91,46 +165,92 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     strict: true,
     allowPositionals: false,
     options: {
-      host: { type: "string" },
-      "grpc-port": { type: "string" },
-      "http-port": { type: "string" },
-      "max-message-bytes": { type: "string" },
-      "default-timeout-ms": { type: "string" },
-      "shutdown-grace-ms": { type: "string" },
-      tools: { type: "string", multiple: true },
-      "no-builtin-tools": { type: "boolean" },
-      "log-level": { type: "string" },
+      ...Object.fromEntries(
+        options.map((option) => [
+          option.flag,
+          option.kind === "boolean"
+            ? { type: "boolean" as const }
+            : { type: "string" as const, multiple: option.kind === "list" },
+        ]),
+      ),
       help: { type: "boolean" },
     },
   });
-  const pick = (flag: string): string => {
-    const doc = docs.find((candidate) => candidate.flag === flag) as OptionDoc;
-    const fromFlag = (values as Record<string, unknown>)[flag];
-    return typeof fromFlag === "string" ? fromFlag : (env[doc.env] ?? doc.fallback);
+  const flags = values as Record<string, string | boolean | string[] | undefined>;
+  const configPath = (flags["config"] as string | undefined) ?? env["TOOLRUNTIME_CONFIG"];
+  const file = configPath === undefined ? {} : readConfigFile(configPath);
+
+  const raw = (option: OptionSpec): unknown => {
+    const fromFlag = flags[option.flag];
+    if (fromFlag !== undefined) return fromFlag;
+    const fromEnv = env[envName(option)];
+    if (fromEnv !== undefined) return fromEnv;
+    return file[option.key] ?? option.fallback;
   };
-  const integer = (flag: string, min: number, max: number): number => {
-    const text = pick(flag);
-    const value = Number(text);
-    if (!/^[0-9]+$/.test(text) || value < min || value > max) {
-      throw new Error(`--${flag} ${JSON.stringify(text)} is invalid: use a whole number from ${min} to ${max}`);
+  const get = (key: string): unknown => {
+    const option = options.find((candidate) => candidate.key === key) as OptionSpec;
+    const value = raw(option);
+    switch (option.kind) {
+      case "integer": {
+        const number = typeof value === "number" ? value : Number(value);
+        const text = String(value);
+        if (!/^[0-9]+$/.test(text) || number < (option.min ?? 0) || number > (option.max ?? Number.MAX_SAFE_INTEGER)) {
+          throw new Error(`--${option.flag} ${JSON.stringify(text)} is invalid: use a whole number from ${option.min} to ${option.max}`);
+        }
+        return number;
+      }
+      case "boolean":
+        if (typeof value === "boolean") return value;
+        if (value === "true" || value === "1") return true;
+        if (value === "false" || value === "0" || value === "") return false;
+        throw new Error(`${envName(option)} ${JSON.stringify(value)} is invalid: use true or false`);
+      case "list":
+        if (Array.isArray(value)) return value;
+        return typeof value === "string" ? value.split(",").filter((entry) => entry !== "") : [];
+      case "string":
+        return value;
     }
-    return value;
   };
-  const toolModules = values.tools ?? (env["TOOLRUNTIME_TOOLS"] ?? "").split(",").filter((entry) => entry !== "");
-  const logLevel = pick("log-level");
+  const logLevel = get("logLevel") as string;
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(logLevel)) {
-    throw new Error(`--log-level ${JSON.stringify(logLevel)} is invalid: use fatal, error, warn, info, debug or trace`);
+    throw new Error(`--log-level ${JSON.stringify(logLevel)} is invalid: use fatal, error, warn, info, debug, trace or silent`);
+  }
+  const tlsCert = get("tlsCert") as string | undefined;
+  const tlsKey = get("tlsKey") as string | undefined;
+  const tlsClientCa = get("tlsClientCa") as string | undefined;
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new Error("--tls-cert and --tls-key go together: give both to turn TLS on, or neither");
+  }
+  if (tlsClientCa !== undefined && tlsCert === undefined) {
+    throw new Error("--tls-client-ca needs TLS: give --tls-cert and --tls-key too");
   }
   return {
-    host: pick("host"),
-    grpcPort: integer("grpc-port", 0, 65535),
-    httpPort: integer("http-port", 0, 65535),
-    maxMessageBytes: integer("max-message-bytes", 1024, 1024 * 1024 * 1024),
-    defaultTimeoutMs: integer("default-timeout-ms", 1, 86_400_000),
-    shutdownGraceMs: integer("shutdown-grace-ms", 0, 3_600_000),
-    toolModules,
-    builtinTools: !(values["no-builtin-tools"] ?? env["TOOLRUNTIME_NO_BUILTIN_TOOLS"] === "true"),
+    host: get("host") as string,
+    grpcPort: get("grpcPort") as number,
+    httpPort: get("httpPort") as number,
+    connection: {
+      maxMessageBytes: get("maxMessageBytes") as number,
+      maxConcurrentStreams: get("maxConcurrentStreams") as number,
+      keepaliveTimeMs: get("keepaliveTimeMs") as number,
+      keepaliveTimeoutMs: get("keepaliveTimeoutMs") as number,
+      maxConnectionAgeMs: get("maxConnectionAgeMs") as number,
+      maxConnectionAgeGraceMs: get("maxConnectionAgeGraceMs") as number,
+      maxConnectionIdleMs: get("maxConnectionIdleMs") as number,
+    },
+    defaultTimeoutMs: get("defaultTimeoutMs") as number,
+    shutdownGraceMs: get("shutdownGraceMs") as number,
+    toolModules: get("tools") as string[],
+    builtinTools: !(get("noBuiltinTools") as boolean),
     logLevel,
-    help: values.help ?? false,
+    logInputs: get("logInputs") as boolean,
+    auditLog: get("auditLog") as string | undefined,
+    otlpEndpoint: get("otlpEndpoint") as string | undefined,
+    tls:
+      tlsCert === undefined || tlsKey === undefined
+        ? undefined
+        : { certFile: tlsCert, keyFile: tlsKey, ...(tlsClientCa === undefined ? {} : { clientCaFile: tlsClientCa }) },
+    identities: (file["identities"] as IdentityConfig[] | undefined) ?? [],
+    allowInsecureRemote: get("allowInsecureRemote") as boolean,
+    help: (flags["help"] as boolean | undefined) ?? false,
   };
 }

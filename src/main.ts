@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     return;
   }
   const logger = pino({ level: config.logLevel });
+  const auditLogger = config.auditLog === undefined ? undefined : pino(pino.destination({ dest: config.auditLog, append: true, mkdir: true }));
   const tools: DefinedTool[] = config.builtinTools ? [...builtinTools] : [];
   for (const modulePath of config.toolModules) tools.push(...(await loadToolModule(modulePath)));
 
@@ -25,14 +26,21 @@ async function main(): Promise<void> {
     host: config.host,
     grpcPort: config.grpcPort,
     httpPort: config.httpPort,
-    maxMessageBytes: config.maxMessageBytes,
+    connection: config.connection,
     runners: { defaultTimeoutMs: config.defaultTimeoutMs },
     tools,
     logger,
+    ...(auditLogger ? { auditLogger } : {}),
+    logInputs: config.logInputs,
+    tracing: { otlpEndpoint: config.otlpEndpoint },
+    tls: config.tls,
+    identities: config.identities,
+    allowInsecureRemote: config.allowInsecureRemote,
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
-    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n`,
+    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n` +
+      (config.identities.length === 0 ? "  authentication:  off (every caller may do everything)\n" : `  authentication:  ${config.identities.length} identities\n`),
   );
 
   let stopping = false;

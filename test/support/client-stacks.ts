@@ -3,6 +3,7 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
+import { credentials } from "@grpc/grpc-js";
 import { createGrpcJsClient } from "./grpc-js-client.js";
 
 /** The two services' clients over one client stack. */
@@ -16,11 +17,28 @@ export interface ClientStack {
 /** Names of the stacks {@link createClientStack} builds. */
 export const clientStackNames = ["grpc-js", "connect-json-http1", "connect-binary-http2", "grpc-web"] as const;
 
-/** A client stack against a running server: grpc-js on the gRPC port, the others on the HTTP port. */
-export function createClientStack(name: (typeof clientStackNames)[number], server: RunningServer): ClientStack {
+/** TLS settings of a client: the CA to trust and, for mutual TLS, a client certificate. */
+export interface ClientTls {
+  readonly ca: Buffer;
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+}
+
+/**
+ * A client stack against a running server: grpc-js on the gRPC port, the others on the HTTP port;
+ * over TLS when `tls` is given.
+ */
+export function createClientStack(
+  name: (typeof clientStackNames)[number],
+  server: RunningServer,
+  tls?: ClientTls,
+): ClientStack {
   if (name === "grpc-js") {
-    const registry = createGrpcJsClient(RegistryService, server.grpcAddress);
-    const runner = createGrpcJsClient(RunnerService, server.grpcAddress);
+    const channel = tls
+      ? credentials.createSsl(tls.ca, tls.key ?? null, tls.cert ?? null)
+      : credentials.createInsecure();
+    const registry = createGrpcJsClient(RegistryService, server.grpcAddress, channel);
+    const runner = createGrpcJsClient(RunnerService, server.grpcAddress, channel);
     return {
       name,
       registry: registry.client,
@@ -31,14 +49,13 @@ export function createClientStack(name: (typeof clientStackNames)[number], serve
       },
     };
   }
+  const nodeOptions = tls ? { nodeOptions: { ca: tls.ca, ...(tls.cert ? { cert: tls.cert, key: tls.key } : {}) } } : {};
   const transport =
     name === "grpc-web"
-      ? createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" })
-      : createConnectTransport({
-          baseUrl: server.httpUrl,
-          httpVersion: name === "connect-binary-http2" ? "2" : "1.1",
-          useBinaryFormat: name === "connect-binary-http2",
-        });
+      ? createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1", ...nodeOptions })
+      : name === "connect-binary-http2"
+        ? createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "2", useBinaryFormat: true, ...nodeOptions })
+        : createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1", ...nodeOptions });
   return {
     name,
     registry: createClient(RegistryService, transport),

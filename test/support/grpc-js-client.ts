@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary, type DescService } from "@bufbuild/protobuf";
 import { ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
-import { Client as GrpcClient, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
+import { Client as GrpcClient, credentials, Metadata, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
 
 /**
  * A real `@grpc/grpc-js` client for a protobuf-es service, shaped like a Connect client so the same
@@ -11,12 +11,12 @@ import { Client as GrpcClient, credentials, Metadata, type ServiceError } from "
 export function createGrpcJsClient<S extends DescService>(
   service: S,
   address: string,
-  channel?: GrpcClient,
+  channelCredentials: ChannelCredentials = credentials.createInsecure(),
 ): {
   client: Client<S>;
   close: () => void;
 } {
-  const grpc = channel ?? new GrpcClient(address, credentials.createInsecure());
+  const grpc = new GrpcClient(address, channelCredentials);
   const client: Record<string, unknown> = {};
   for (const method of service.methods) {
     const path = `/${service.typeName}/${method.name}`;

@@ -104,6 +104,12 @@ export const testTools: readonly DefinedTool[] = [
       }),
   }),
   defineTool({
+    name: "test.unsafe",
+    description: "Flagged unsafe; returns {}.",
+    capabilities: { unsafe: true },
+    handler: () => ({}),
+  }),
+  defineTool({
     name: "test.schema",
     description: "Checks inputs and output against schemas; returns inputs.reply as its output.",
     inputSchema: {
