@@ -41,29 +41,177 @@ interface OptionSpec {
 
 const day = 86_400_000;
 const options: readonly OptionSpec[] = [
-  { key: "config", flag: "config", kind: "string", fallback: undefined, text: "JSON config file with any option below (by its key) plus tls and identities" },
+  {
+    key: "config",
+    flag: "config",
+    kind: "string",
+    fallback: undefined,
+    text: "JSON config file with any option below (by its key) plus tls and identities",
+  },
   { key: "host", flag: "host", kind: "string", fallback: "127.0.0.1", text: "address both ports listen on" },
-  { key: "grpcPort", flag: "grpc-port", kind: "integer", fallback: 50051, min: 0, max: 65535, text: "port of native gRPC; 0 picks a free port" },
-  { key: "httpPort", flag: "http-port", kind: "integer", fallback: 8080, min: 0, max: 65535, text: "port of Connect, gRPC-Web, /healthz, /readyz and /metrics; 0 picks a free port" },
-  { key: "maxMessageBytes", flag: "max-message-bytes", kind: "integer", fallback: defaultConnectionOptions.maxMessageBytes, min: 1024, max: 1024 ** 3, text: "largest request or response, in bytes" },
-  { key: "maxConcurrentStreams", flag: "max-concurrent-streams", kind: "integer", fallback: defaultConnectionOptions.maxConcurrentStreams, min: 1, max: 1_000_000, text: "most concurrent calls per HTTP/2 connection" },
-  { key: "keepaliveTimeMs", flag: "keepalive-time-ms", kind: "integer", fallback: defaultConnectionOptions.keepaliveTimeMs, min: 1000, max: day, text: "interval of keepalive pings on quiet gRPC connections" },
-  { key: "keepaliveTimeoutMs", flag: "keepalive-timeout-ms", kind: "integer", fallback: defaultConnectionOptions.keepaliveTimeoutMs, min: 1000, max: day, text: "time a keepalive ping may go unanswered" },
-  { key: "maxConnectionAgeMs", flag: "max-connection-age-ms", kind: "integer", fallback: defaultConnectionOptions.maxConnectionAgeMs, min: 0, max: day, text: "age after which a gRPC connection is asked to go away, so load balancers rebalance; 0: never" },
-  { key: "maxConnectionAgeGraceMs", flag: "max-connection-age-grace-ms", kind: "integer", fallback: defaultConnectionOptions.maxConnectionAgeGraceMs, min: 0, max: day, text: "time calls get to finish on a connection past its maximum age" },
-  { key: "maxConnectionIdleMs", flag: "max-connection-idle-ms", kind: "integer", fallback: defaultConnectionOptions.maxConnectionIdleMs, min: 0, max: day, text: "time an idle connection stays open; 0: forever" },
-  { key: "defaultTimeoutMs", flag: "default-timeout-ms", kind: "integer", fallback: 30_000, min: 1, max: day, text: "run timeout when neither call nor tool sets one" },
-  { key: "shutdownGraceMs", flag: "shutdown-grace-ms", kind: "integer", fallback: 10_000, min: 0, max: 3_600_000, text: "time calls in flight get to finish on SIGTERM/SIGINT" },
-  { key: "tools", flag: "tools", kind: "list", fallback: undefined, text: "module of tools to load; repeat the flag, or separate paths with \",\" in the variable" },
-  { key: "noBuiltinTools", flag: "no-builtin-tools", kind: "boolean", fallback: false, text: "do not serve the builtin.* tools" },
-  { key: "tlsCert", flag: "tls-cert", kind: "string", fallback: undefined, text: "PEM certificate chain: turns on TLS on both ports (with --tls-key)" },
+  {
+    key: "grpcPort",
+    flag: "grpc-port",
+    kind: "integer",
+    fallback: 50051,
+    min: 0,
+    max: 65535,
+    text: "port of native gRPC; 0 picks a free port",
+  },
+  {
+    key: "httpPort",
+    flag: "http-port",
+    kind: "integer",
+    fallback: 8080,
+    min: 0,
+    max: 65535,
+    text: "port of Connect, gRPC-Web, /healthz, /readyz and /metrics; 0 picks a free port",
+  },
+  {
+    key: "maxMessageBytes",
+    flag: "max-message-bytes",
+    kind: "integer",
+    fallback: defaultConnectionOptions.maxMessageBytes,
+    min: 1024,
+    max: 1024 ** 3,
+    text: "largest request or response, in bytes",
+  },
+  {
+    key: "maxConcurrentStreams",
+    flag: "max-concurrent-streams",
+    kind: "integer",
+    fallback: defaultConnectionOptions.maxConcurrentStreams,
+    min: 1,
+    max: 1_000_000,
+    text: "most concurrent calls per HTTP/2 connection",
+  },
+  {
+    key: "keepaliveTimeMs",
+    flag: "keepalive-time-ms",
+    kind: "integer",
+    fallback: defaultConnectionOptions.keepaliveTimeMs,
+    min: 1000,
+    max: day,
+    text: "interval of keepalive pings on quiet gRPC connections",
+  },
+  {
+    key: "keepaliveTimeoutMs",
+    flag: "keepalive-timeout-ms",
+    kind: "integer",
+    fallback: defaultConnectionOptions.keepaliveTimeoutMs,
+    min: 1000,
+    max: day,
+    text: "time a keepalive ping may go unanswered",
+  },
+  {
+    key: "maxConnectionAgeMs",
+    flag: "max-connection-age-ms",
+    kind: "integer",
+    fallback: defaultConnectionOptions.maxConnectionAgeMs,
+    min: 0,
+    max: day,
+    text: "age after which a gRPC connection is asked to go away, so load balancers rebalance; 0: never",
+  },
+  {
+    key: "maxConnectionAgeGraceMs",
+    flag: "max-connection-age-grace-ms",
+    kind: "integer",
+    fallback: defaultConnectionOptions.maxConnectionAgeGraceMs,
+    min: 0,
+    max: day,
+    text: "time calls get to finish on a connection past its maximum age",
+  },
+  {
+    key: "maxConnectionIdleMs",
+    flag: "max-connection-idle-ms",
+    kind: "integer",
+    fallback: defaultConnectionOptions.maxConnectionIdleMs,
+    min: 0,
+    max: day,
+    text: "time an idle connection stays open; 0: forever",
+  },
+  {
+    key: "defaultTimeoutMs",
+    flag: "default-timeout-ms",
+    kind: "integer",
+    fallback: 30_000,
+    min: 1,
+    max: day,
+    text: "run timeout when neither call nor tool sets one",
+  },
+  {
+    key: "shutdownGraceMs",
+    flag: "shutdown-grace-ms",
+    kind: "integer",
+    fallback: 10_000,
+    min: 0,
+    max: 3_600_000,
+    text: "time calls in flight get to finish on SIGTERM/SIGINT",
+  },
+  {
+    key: "tools",
+    flag: "tools",
+    kind: "list",
+    fallback: undefined,
+    text: 'module of tools to load; repeat the flag, or separate paths with "," in the variable',
+  },
+  {
+    key: "noBuiltinTools",
+    flag: "no-builtin-tools",
+    kind: "boolean",
+    fallback: false,
+    text: "do not serve the builtin.* tools",
+  },
+  {
+    key: "tlsCert",
+    flag: "tls-cert",
+    kind: "string",
+    fallback: undefined,
+    text: "PEM certificate chain: turns on TLS on both ports (with --tls-key)",
+  },
   { key: "tlsKey", flag: "tls-key", kind: "string", fallback: undefined, text: "PEM private key of the certificate" },
-  { key: "tlsClientCa", flag: "tls-client-ca", kind: "string", fallback: undefined, text: "PEM CA of client certificates: requires mutual TLS on both ports" },
-  { key: "allowInsecureRemote", flag: "allow-insecure-remote", kind: "boolean", fallback: false, text: "allow a non-loopback --host without TLS or identities" },
-  { key: "logLevel", flag: "log-level", kind: "string", fallback: "info", text: "fatal, error, warn, info, debug, trace or silent" },
-  { key: "logInputs", flag: "log-inputs", kind: "boolean", fallback: false, text: "put input values in run log lines (they may hold secrets)" },
-  { key: "auditLog", flag: "audit-log", kind: "string", fallback: undefined, text: "file to append audit records of executions to; default: the main log" },
-  { key: "otlpEndpoint", flag: "otlp-endpoint", kind: "string", fallback: undefined, text: "OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces" },
+  {
+    key: "tlsClientCa",
+    flag: "tls-client-ca",
+    kind: "string",
+    fallback: undefined,
+    text: "PEM CA of client certificates: requires mutual TLS on both ports",
+  },
+  {
+    key: "allowInsecureRemote",
+    flag: "allow-insecure-remote",
+    kind: "boolean",
+    fallback: false,
+    text: "allow a non-loopback --host without TLS or identities",
+  },
+  {
+    key: "logLevel",
+    flag: "log-level",
+    kind: "string",
+    fallback: "info",
+    text: "fatal, error, warn, info, debug, trace or silent",
+  },
+  {
+    key: "logInputs",
+    flag: "log-inputs",
+    kind: "boolean",
+    fallback: false,
+    text: "put input values in run log lines (they may hold secrets)",
+  },
+  {
+    key: "auditLog",
+    flag: "audit-log",
+    kind: "string",
+    fallback: undefined,
+    text: "file to append audit records of executions to; default: the main log",
+  },
+  {
+    key: "otlpEndpoint",
+    flag: "otlp-endpoint",
+    kind: "string",
+    fallback: undefined,
+    text: "OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces",
+  },
 ];
 
 /** The environment variable of an option: TOOLRUNTIME_ and its flag in upper snake case. */
@@ -82,7 +230,7 @@ export function helpText(): string {
     "",
     "Serves the tool registry and runner over gRPC and Connect. Each option can also be set by its",
     "environment variable or, by its key (camelCase of the flag), in the --config file; flags win over",
-    "the environment, which wins over the file. The file may also hold \"identities\" (see README).",
+    'the environment, which wins over the file. The file may also hold "identities" (see README).',
     "",
     ...lines,
     `  --${"help".padEnd(28)} ${"".padEnd(40)} print this text`,
@@ -106,7 +254,11 @@ const identitySchema = {
         required: ["actions", "patterns"],
         properties: {
           actions: { type: "array", minItems: 1, items: { enum: [...actions] } },
-          patterns: { type: "array", minItems: 1, items: { type: "string", pattern: "^(\\*|[a-z][a-z0-9_.-]*(\\.\\*)?)$" } },
+          patterns: {
+            type: "array",
+            minItems: 1,
+            items: { type: "string", pattern: "^(\\*|[a-z][a-z0-9_.-]*(\\.\\*)?)$" },
+          },
         },
       },
     },
@@ -141,7 +293,9 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(readFileSync(path, "utf8"));
   } catch (error) {
-    throw new Error(`config file ${JSON.stringify(path)} cannot be read as JSON: ${(error as Error).message}`, { cause: error });
+    throw new Error(`config file ${JSON.stringify(path)} cannot be read as JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   if (!validateFile(parsed)) {
     const problems = (validateFile.errors ?? []).map((error) => {
@@ -195,7 +349,9 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
         const number = typeof value === "number" ? value : Number(value);
         const text = String(value);
         if (!/^[0-9]+$/.test(text) || number < (option.min ?? 0) || number > (option.max ?? Number.MAX_SAFE_INTEGER)) {
-          throw new Error(`--${option.flag} ${JSON.stringify(text)} is invalid: use a whole number from ${option.min} to ${option.max}`);
+          throw new Error(
+            `--${option.flag} ${JSON.stringify(text)} is invalid: use a whole number from ${option.min} to ${option.max}`,
+          );
         }
         return number;
       }
@@ -213,7 +369,9 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   };
   const logLevel = get("logLevel") as string;
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(logLevel)) {
-    throw new Error(`--log-level ${JSON.stringify(logLevel)} is invalid: use fatal, error, warn, info, debug, trace or silent`);
+    throw new Error(
+      `--log-level ${JSON.stringify(logLevel)} is invalid: use fatal, error, warn, info, debug, trace or silent`,
+    );
   }
   const tlsCert = get("tlsCert") as string | undefined;
   const tlsKey = get("tlsKey") as string | undefined;

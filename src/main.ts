@@ -18,7 +18,10 @@ async function main(): Promise<void> {
     return;
   }
   const logger = pino({ level: config.logLevel });
-  const auditLogger = config.auditLog === undefined ? undefined : pino(pino.destination({ dest: config.auditLog, append: true, mkdir: true }));
+  const auditLogger =
+    config.auditLog === undefined
+      ? undefined
+      : pino(pino.destination({ dest: config.auditLog, append: true, mkdir: true }));
   const tools: DefinedTool[] = config.builtinTools ? [...builtinTools] : [];
   for (const modulePath of config.toolModules) tools.push(...(await loadToolModule(modulePath)));
 
@@ -40,7 +43,9 @@ async function main(): Promise<void> {
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
     `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n` +
-      (config.identities.length === 0 ? "  authentication:  off (every caller may do everything)\n" : `  authentication:  ${config.identities.length} identities\n`),
+      (config.identities.length === 0
+        ? "  authentication:  off (every caller may do everything)\n"
+        : `  authentication:  ${config.identities.length} identities\n`),
   );
 
   let stopping = false;

@@ -6,7 +6,7 @@ import { callerOf } from "../server/call-context.js";
 import type { CallObserver } from "../server/call-pipeline.js";
 import { codeName } from "./metrics.js";
 
-/** One log line per call: service, method, protocol, caller, code and duration. Debug level for OK. */
+/** One log line per call: service, method, protocol, caller, code and duration. */
 export function createCallLogger(logger: Logger): CallObserver {
   return (method, context) => {
     const started = performance.now();
@@ -18,8 +18,7 @@ export function createCallLogger(logger: Logger): CallObserver {
         code: codeName(code),
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       };
-      if (code === 0) logger.debug(fields, "call");
-      else logger.info(fields, "call");
+      logger.info(fields, "call");
     };
   };
 }
