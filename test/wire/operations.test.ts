@@ -146,7 +146,7 @@ describe("Operations: health, reflection, metrics, traces, logs, connection limi
     expect(runSpan?.attributes["toolruntime.outcome"]).to.equal("success");
   });
 
-  it("logs one line per call and per run, without input values, and audits each execution", async () => {
+  it("logs one line per call and per run, without input values, and audits each execution", () => {
     const runs = log.lines.filter(
       (line) => line["msg"] === "run" && line["tool"] === "builtin.echo" && line["runner"] === "traced",
     );
