@@ -1,7 +1,12 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { expect } from "chai";
 import { pino, type Logger } from "pino";
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
+import { withOperationalEndpoints } from "../../src/server/http-endpoints.js";
+import type { NodeRequestHandler } from "../../src/server/http-listener.js";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ToolErrorSchema } from "../../gen/toolruntime/v1/tool_pb.js";
@@ -82,5 +87,57 @@ describe("Services in memory", () => {
     expect((await runner.deactivateTool({ toolName: "builtin.json_pointer" })).wasActive).to.equal(true);
     expect(runtime.runners.size).to.equal(0);
     runtime.close();
+  });
+
+  it("refuses new calls with UNAVAILABLE and a ToolError once shutdown has begun", async () => {
+    const { logger } = capturingLogger();
+    const runtime = createToolRuntime({ tools: builtinTools });
+    const closing = { ...pipeline(logger), isClosing: () => true };
+    const transport = createRouterTransport((router) => {
+      router.service(RegistryService, wrapService(RegistryService, createRegistryService(runtime), closing));
+    });
+    let caught: unknown;
+    try {
+      await createClient(RegistryService, transport).getTool({ name: "builtin.echo" });
+    } catch (error) {
+      caught = error;
+    }
+    const error = ConnectError.from(caught);
+    expect(error.code).to.equal(Code.Unavailable);
+    expect(error.findDetails(ToolErrorSchema)[0]?.errorType).to.equal("UnavailableError");
+    expect(error.rawMessage).to.contain("the server is shutting down");
+    runtime.close();
+  });
+});
+
+describe("Operational HTTP endpoints", () => {
+  it("answer /readyz with 503 once health is not serving, and pass RPCs through", async () => {
+    let isServing = true;
+    const health = {
+      serving: () => undefined,
+      notServing: () => undefined,
+      get isServing() {
+        return isServing;
+      },
+    };
+    const rpc: NodeRequestHandler = (_request, response) => {
+      response.writeHead(204);
+      response.end();
+    };
+    const server = http.createServer(withOperationalEndpoints(rpc, health, undefined) as http.RequestListener);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect((await fetch(`${base}/readyz`)).status).to.equal(200);
+      isServing = false;
+      const notReady = await fetch(`${base}/readyz`);
+      expect(notReady.status).to.equal(503);
+      expect(await notReady.text()).to.equal("shutting down\n");
+      expect((await fetch(`${base}/healthz`)).status).to.equal(200);
+      expect((await fetch(`${base}/toolruntime.v1.RegistryService/GetTool`, { method: "POST" })).status).to.equal(204);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -1,0 +1,77 @@
+import { expect } from "chai";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { helpText, readConfig } from "../../src/config.js";
+
+describe("readConfig()", () => {
+  it("uses the documented defaults", () => {
+    const config = readConfig([], {});
+    expect(config).to.deep.include({
+      host: "127.0.0.1",
+      grpcPort: 50051,
+      httpPort: 8080,
+      builtinTools: true,
+      identities: [],
+    });
+    expect(config.connection.maxMessageBytes).to.equal(4 * 1024 * 1024);
+    expect(config.tls).to.equal(undefined);
+  });
+
+  it("lets flags win over the environment, and the environment over the config file", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "toolruntime-config-"));
+    const file = path.join(dir, "config.json");
+    await writeFile(file, JSON.stringify({ grpcPort: 1111, httpPort: 2222, host: "127.0.0.2" }));
+    const config = readConfig(["--config", file, "--grpc-port", "3333"], { TOOLRUNTIME_HTTP_PORT: "4444" });
+    expect([config.grpcPort, config.httpPort, config.host]).to.deep.equal([3333, 4444, "127.0.0.2"]);
+  });
+
+  it("rejects an invalid config file with every problem named", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "toolruntime-config-"));
+    const file = path.join(dir, "config.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        grpcPort: "x",
+        colour: "blue",
+        identities: [{ name: "ci", tokenSha256: ["abc"], grants: [{ actions: ["fly"], patterns: ["*"] }] }],
+      }),
+    );
+    expect(() => readConfig(["--config", file], {}))
+      .to.throw(Error)
+      .that.satisfies((error: Error) =>
+        [
+          "/grpcPort must be integer",
+          'must NOT have additional properties "colour"',
+          "/identities/0/tokenSha256/0",
+          "/identities/0/grants/0/actions/0",
+        ].every((fragment) => error.message.includes(fragment)),
+      );
+  });
+
+  it("rejects out-of-range values and half a TLS configuration precisely", () => {
+    expect(() => readConfig(["--http-port", "70000"], {})).to.throw(
+      '--http-port "70000" is invalid: use a whole number from 0 to 65535',
+    );
+    expect(() => readConfig(["--tls-cert", "a.pem"], {})).to.throw("--tls-cert and --tls-key go together");
+    expect(() => readConfig([], { TOOLRUNTIME_LOG_INPUTS: "maybe" })).to.throw(
+      'TOOLRUNTIME_LOG_INPUTS "maybe" is invalid',
+    );
+  });
+
+  it("documents every flag with its environment variable and default in --help", () => {
+    const help = helpText();
+    for (const flag of [
+      "--grpc-port",
+      "--tls-client-ca",
+      "--max-connection-age-ms",
+      "--audit-log",
+      "--otlp-endpoint",
+      "--config",
+    ]) {
+      expect(help).to.contain(flag);
+    }
+    expect(help).to.contain("TOOLRUNTIME_GRPC_PORT");
+    expect(help).to.contain("(default: 50051)");
+  });
+});
