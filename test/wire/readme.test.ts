@@ -36,10 +36,12 @@ describe("The README's examples", () => {
     return stdout;
   }
 
-  it("work as printed: listing, the four stages, the stream, the error and buf curl", async () => {
+  it("work as printed: listing, the four stages, the stream, the error, buf curl and reflection", async () => {
     const blocks = await readmeShellBlocks();
-    expect(blocks).to.have.length(5);
-    const [list, stages, stream, error, bufCurl] = await Promise.all(blocks.map((block) => runBlock(block)));
+    expect(blocks).to.have.length(6);
+    const [list, stages, stream, error, bufCurl, reflection] = await Promise.all(
+      blocks.map((block) => runBlock(block)),
+    );
     expect((JSON.parse(list ?? "") as { tools: unknown[] }).tools).to.have.length(2);
     expect(stages).to.contain('"output":{"echo":{"hello":"world"}}');
     expect(stages).to.contain('"wasActive":true');
@@ -48,5 +50,6 @@ describe("The README's examples", () => {
     expect(error).to.contain('"errorType":"ActivationError"');
     expect(bufCurl).to.contain('"completed"');
     expect(bufCurl).to.contain('"counted": 3');
+    expect(reflection).to.contain("toolruntime.v1.RunnerService/RunTool");
   });
 });
