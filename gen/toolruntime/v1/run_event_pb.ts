@@ -4,9 +4,9 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
-import type { ToolResult, ToolSpec } from "./tool_pb.js";
+import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
+import type { ToolError, ToolResult, ToolSpec } from "./tool_pb.js";
 import { file_toolruntime_v1_tool } from "./tool_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,13 +14,16 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/run_event.proto.
  */
 export const file_toolruntime_v1_run_event: GenFile = /*@__PURE__*/
-  fileDesc("Ch50b29scnVudGltZS92MS9ydW5fZXZlbnQucHJvdG8SDnRvb2xydW50aW1lLnYxIqEECghSdW5FdmVudBIQCghzZXF1ZW5jZRgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxleGVjdXRpb25faWQYAyABKAkSNAoKZGlzY292ZXJlZBgEIAEoCzIeLnRvb2xydW50aW1lLnYxLlRvb2xEaXNjb3ZlcmVkSAASMgoJYWN0aXZhdGVkGAUgASgLMh0udG9vbHJ1bnRpbWUudjEuVG9vbEFjdGl2YXRlZEgAEj0KEWV4ZWN1dGlvbl9zdGFydGVkGAYgASgLMiAudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uU3RhcnRlZEgAEjUKCHByb2dyZXNzGAcgASgLMiEudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uUHJvZ3Jlc3NIABIuCgloZWFydGJlYXQYCCABKAsyGS50b29scnVudGltZS52MS5IZWFydGJlYXRIABI/ChJleGVjdXRpb25fZmluaXNoZWQYCSABKAsyIS50b29scnVudGltZS52MS5FeGVjdXRpb25GaW5pc2hlZEgAEjYKC2RlYWN0aXZhdGVkGAogASgLMh8udG9vbHJ1bnRpbWUudjEuVG9vbERlYWN0aXZhdGVkSAASMQoJY29tcGxldGVkGAsgASgLMhwudG9vbHJ1bnRpbWUudjEuUnVuQ29tcGxldGVkSABCBwoFZXZlbnQiOAoOVG9vbERpc2NvdmVyZWQSJgoEc3BlYxgBIAEoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjIiIKDVRvb2xBY3RpdmF0ZWQSEQoJdG9vbF9uYW1lGAEgASgJIiYKEEV4ZWN1dGlvblN0YXJ0ZWQSEgoKdGltZW91dF9tcxgBIAEoDSJUChFFeGVjdXRpb25Qcm9ncmVzcxIuCghmcmFjdGlvbhgBIAEoCzIcLmdvb2dsZS5wcm90b2J1Zi5Eb3VibGVWYWx1ZRIPCgdtZXNzYWdlGAIgASgJIh8KCUhlYXJ0YmVhdBISCgplbGFwc2VkX21zGAEgASgBIjkKEUV4ZWN1dGlvbkZpbmlzaGVkEg8KB3N1Y2Nlc3MYASABKAgSEwoLZHVyYXRpb25fbXMYAiABKAEiJQoPVG9vbERlYWN0aXZhdGVkEhIKCndhc19hY3RpdmUYASABKAgiOgoMUnVuQ29tcGxldGVkEioKBnJlc3VsdBgBIAEoCzIaLnRvb2xydW50aW1lLnYxLlRvb2xSZXN1bHRiBnByb3RvMw", [file_google_protobuf_timestamp, file_google_protobuf_wrappers, file_toolruntime_v1_tool]);
+  fileDesc("Ch50b29scnVudGltZS92MS9ydW5fZXZlbnQucHJvdG8SDnRvb2xydW50aW1lLnYxItsHCghSdW5FdmVudBIQCghzZXF1ZW5jZRgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxleGVjdXRpb25faWQYAyABKAkSNAoKZGlzY292ZXJlZBgEIAEoCzIeLnRvb2xydW50aW1lLnYxLlRvb2xEaXNjb3ZlcmVkSAASMgoJYWN0aXZhdGVkGAUgASgLMh0udG9vbHJ1bnRpbWUudjEuVG9vbEFjdGl2YXRlZEgAEj0KEWV4ZWN1dGlvbl9zdGFydGVkGAYgASgLMiAudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uU3RhcnRlZEgAEjUKCHByb2dyZXNzGAcgASgLMiEudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uUHJvZ3Jlc3NIABIuCgloZWFydGJlYXQYCCABKAsyGS50b29scnVudGltZS52MS5IZWFydGJlYXRIABI/ChJleGVjdXRpb25fZmluaXNoZWQYCSABKAsyIS50b29scnVudGltZS52MS5FeGVjdXRpb25GaW5pc2hlZEgAEjYKC2RlYWN0aXZhdGVkGAogASgLMh8udG9vbHJ1bnRpbWUudjEuVG9vbERlYWN0aXZhdGVkSAASMQoJY29tcGxldGVkGAsgASgLMhwudG9vbHJ1bnRpbWUudjEuUnVuQ29tcGxldGVkSAASMQoGcXVldWVkGAwgASgLMh8udG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uUXVldWVkSAASPQoRYXdhaXRpbmdfYXBwcm92YWwYDSABKAsyIC50b29scnVudGltZS52MS5Bd2FpdGluZ0FwcHJvdmFsSAASOwoQYXBwcm92YWxfZGVjaWRlZBgOIAEoCzIfLnRvb2xydW50aW1lLnYxLkFwcHJvdmFsRGVjaWRlZEgAEisKA2xvZxgPIAEoCzIcLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbkxvZ0gAEjEKBm91dHB1dBgQIAEoCzIfLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbk91dHB1dEgAEjkKD3JldHJ5X3NjaGVkdWxlZBgRIAEoCzIeLnRvb2xydW50aW1lLnYxLlJldHJ5U2NoZWR1bGVkSAASOwoQY2hlY2twb2ludF90YWtlbhgSIAEoCzIfLnRvb2xydW50aW1lLnYxLkNoZWNrcG9pbnRUYWtlbkgAEjEKC3JvbGxlZF9iYWNrGBMgASgLMhoudG9vbHJ1bnRpbWUudjEuUm9sbGVkQmFja0gAQgcKBWV2ZW50IiMKD0V4ZWN1dGlvblF1ZXVlZBIQCghwb3NpdGlvbhgBIAEoDSJZChBBd2FpdGluZ0FwcHJvdmFsEhUKDWlucHV0c19kaWdlc3QYASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiNwoPQXBwcm92YWxEZWNpZGVkEhAKCGFwcHJvdmVkGAEgASgIEhIKCmRlY2lkZWRfYnkYAiABKAkiLgoMRXhlY3V0aW9uTG9nEg0KBWxldmVsGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiOAoPRXhlY3V0aW9uT3V0cHV0EiUKBWNodW5rGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlImIKDlJldHJ5U2NoZWR1bGVkEhQKDG5leHRfYXR0ZW1wdBgBIAEoDRIQCghkZWxheV9tcxgCIAEoDRIoCgVlcnJvchgDIAEoCzIZLnRvb2xydW50aW1lLnYxLlRvb2xFcnJvciIiCg9DaGVja3BvaW50VGFrZW4SDwoHYXR0ZW1wdBgBIAEoDSIsCgpSb2xsZWRCYWNrEg8KB3N1Y2Nlc3MYASABKAgSDQoFZXJyb3IYAiABKAkiOAoOVG9vbERpc2NvdmVyZWQSJgoEc3BlYxgBIAEoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjIiIKDVRvb2xBY3RpdmF0ZWQSEQoJdG9vbF9uYW1lGAEgASgJIjcKEEV4ZWN1dGlvblN0YXJ0ZWQSEgoKdGltZW91dF9tcxgBIAEoDRIPCgdhdHRlbXB0GAIgASgNIlQKEUV4ZWN1dGlvblByb2dyZXNzEi4KCGZyYWN0aW9uGAEgASgLMhwuZ29vZ2xlLnByb3RvYnVmLkRvdWJsZVZhbHVlEg8KB21lc3NhZ2UYAiABKAkiHwoJSGVhcnRiZWF0EhIKCmVsYXBzZWRfbXMYASABKAEidAoRRXhlY3V0aW9uRmluaXNoZWQSDwoHc3VjY2VzcxgBIAEoCBITCgtkdXJhdGlvbl9tcxgCIAEoARIPCgdhdHRlbXB0GAMgASgNEigKBWVycm9yGAQgASgLMhkudG9vbHJ1bnRpbWUudjEuVG9vbEVycm9yIiUKD1Rvb2xEZWFjdGl2YXRlZBISCgp3YXNfYWN0aXZlGAEgASgIIjoKDFJ1bkNvbXBsZXRlZBIqCgZyZXN1bHQYASABKAsyGi50b29scnVudGltZS52MS5Ub29sUmVzdWx0YgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_protobuf_wrappers, file_toolruntime_v1_tool]);
 
 /**
- * RunEvent is one step of a run's lifecycle, as streamed by RunnerService.RunTool. A stream carries
- * DISCOVERED, ACTIVATED, EXECUTION_STARTED, any number of PROGRESS and HEARTBEAT, EXECUTION_FINISHED,
- * DEACTIVATED, and exactly one COMPLETED, always last. A run that fails during a stage still ends
- * with DEACTIVATED (when it was activated) and COMPLETED, whose result says why it failed.
+ * RunEvent is one step of a run's lifecycle, as streamed by RunnerService.RunTool and
+ * ExecutionService.WatchExecution. A run's events are DISCOVERED, ACTIVATED, then AWAITING_APPROVAL
+ * and APPROVAL_DECIDED when the tool needs approval, QUEUED when it waits for a slot, then for each
+ * attempt CHECKPOINT_TAKEN (checkpointable tools), EXECUTION_STARTED, any number of PROGRESS, LOG,
+ * OUTPUT and HEARTBEAT, EXECUTION_FINISHED, ROLLED_BACK (after a failed attempt of a checkpointed
+ * tool) and RETRY_SCHEDULED (before another attempt); then DEACTIVATED and exactly one COMPLETED,
+ * always last, whose result says how the run ended.
  *
  * @generated from message toolruntime.v1.RunEvent
  */
@@ -115,6 +118,70 @@ export type RunEvent = Message<"toolruntime.v1.RunEvent"> & {
      */
     value: RunCompleted;
     case: "completed";
+  } | {
+    /**
+     * The run waits for an admission slot.
+     *
+     * @generated from field: toolruntime.v1.ExecutionQueued queued = 12;
+     */
+    value: ExecutionQueued;
+    case: "queued";
+  } | {
+    /**
+     * The run waits for a human decision.
+     *
+     * @generated from field: toolruntime.v1.AwaitingApproval awaiting_approval = 13;
+     */
+    value: AwaitingApproval;
+    case: "awaitingApproval";
+  } | {
+    /**
+     * A human (or the approval timeout) decided.
+     *
+     * @generated from field: toolruntime.v1.ApprovalDecided approval_decided = 14;
+     */
+    value: ApprovalDecided;
+    case: "approvalDecided";
+  } | {
+    /**
+     * The handler wrote a log line.
+     *
+     * @generated from field: toolruntime.v1.ExecutionLog log = 15;
+     */
+    value: ExecutionLog;
+    case: "log";
+  } | {
+    /**
+     * The handler emitted a chunk of partial output.
+     *
+     * @generated from field: toolruntime.v1.ExecutionOutput output = 16;
+     */
+    value: ExecutionOutput;
+    case: "output";
+  } | {
+    /**
+     * A failed attempt will be retried.
+     *
+     * @generated from field: toolruntime.v1.RetryScheduled retry_scheduled = 17;
+     */
+    value: RetryScheduled;
+    case: "retryScheduled";
+  } | {
+    /**
+     * A checkpoint was taken before an attempt.
+     *
+     * @generated from field: toolruntime.v1.CheckpointTaken checkpoint_taken = 18;
+     */
+    value: CheckpointTaken;
+    case: "checkpointTaken";
+  } | {
+    /**
+     * The checkpoint was restored after a failed attempt.
+     *
+     * @generated from field: toolruntime.v1.RolledBack rolled_back = 19;
+     */
+    value: RolledBack;
+    case: "rolledBack";
   } | { case: undefined; value?: undefined };
 };
 
@@ -124,6 +191,216 @@ export type RunEvent = Message<"toolruntime.v1.RunEvent"> & {
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
   messageDesc(file_toolruntime_v1_run_event, 0);
+
+/**
+ * The QUEUED event: the run waits for an admission slot.
+ *
+ * @generated from message toolruntime.v1.ExecutionQueued
+ */
+export type ExecutionQueued = Message<"toolruntime.v1.ExecutionQueued"> & {
+  /**
+   * Runs ahead of this one in the queue when it was queued.
+   *
+   * @generated from field: uint32 position = 1;
+   */
+  position: number;
+};
+
+/**
+ * Describes the message toolruntime.v1.ExecutionQueued.
+ * Use `create(ExecutionQueuedSchema)` to create a new message.
+ */
+export const ExecutionQueuedSchema: GenMessage<ExecutionQueued> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 1);
+
+/**
+ * The AWAITING_APPROVAL event: approve or reject with this digest.
+ *
+ * @generated from message toolruntime.v1.AwaitingApproval
+ */
+export type AwaitingApproval = Message<"toolruntime.v1.AwaitingApproval"> & {
+  /**
+   * SHA-256 (hex) of the inputs' canonical JSON; ApproveExecution must send the same.
+   *
+   * @generated from field: string inputs_digest = 1;
+   */
+  inputsDigest: string;
+
+  /**
+   * When the approval times out.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolruntime.v1.AwaitingApproval.
+ * Use `create(AwaitingApprovalSchema)` to create a new message.
+ */
+export const AwaitingApprovalSchema: GenMessage<AwaitingApproval> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 2);
+
+/**
+ * The APPROVAL_DECIDED event.
+ *
+ * @generated from message toolruntime.v1.ApprovalDecided
+ */
+export type ApprovalDecided = Message<"toolruntime.v1.ApprovalDecided"> & {
+  /**
+   * Whether the run was approved.
+   *
+   * @generated from field: bool approved = 1;
+   */
+  approved: boolean;
+
+  /**
+   * Identity that decided; "(timeout)" when no one did in time.
+   *
+   * @generated from field: string decided_by = 2;
+   */
+  decidedBy: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.ApprovalDecided.
+ * Use `create(ApprovalDecidedSchema)` to create a new message.
+ */
+export const ApprovalDecidedSchema: GenMessage<ApprovalDecided> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 3);
+
+/**
+ * The LOG event: a line the handler wrote.
+ *
+ * @generated from message toolruntime.v1.ExecutionLog
+ */
+export type ExecutionLog = Message<"toolruntime.v1.ExecutionLog"> & {
+  /**
+   * "debug", "info", "warn" or "error".
+   *
+   * @generated from field: string level = 1;
+   */
+  level: string;
+
+  /**
+   * The line, at most 4,096 characters.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.ExecutionLog.
+ * Use `create(ExecutionLogSchema)` to create a new message.
+ */
+export const ExecutionLogSchema: GenMessage<ExecutionLog> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 4);
+
+/**
+ * The OUTPUT event: partial output the handler emitted before its result.
+ *
+ * @generated from message toolruntime.v1.ExecutionOutput
+ */
+export type ExecutionOutput = Message<"toolruntime.v1.ExecutionOutput"> & {
+  /**
+   * The chunk, a JSON value.
+   *
+   * @generated from field: google.protobuf.Value chunk = 1;
+   */
+  chunk?: Value | undefined;
+};
+
+/**
+ * Describes the message toolruntime.v1.ExecutionOutput.
+ * Use `create(ExecutionOutputSchema)` to create a new message.
+ */
+export const ExecutionOutputSchema: GenMessage<ExecutionOutput> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 5);
+
+/**
+ * The RETRY_SCHEDULED event.
+ *
+ * @generated from message toolruntime.v1.RetryScheduled
+ */
+export type RetryScheduled = Message<"toolruntime.v1.RetryScheduled"> & {
+  /**
+   * The attempt that will start next (2 for the first retry).
+   *
+   * @generated from field: uint32 next_attempt = 1;
+   */
+  nextAttempt: number;
+
+  /**
+   * Wait before it, in milliseconds.
+   *
+   * @generated from field: uint32 delay_ms = 2;
+   */
+  delayMs: number;
+
+  /**
+   * Why the previous attempt failed.
+   *
+   * @generated from field: toolruntime.v1.ToolError error = 3;
+   */
+  error?: ToolError | undefined;
+};
+
+/**
+ * Describes the message toolruntime.v1.RetryScheduled.
+ * Use `create(RetryScheduledSchema)` to create a new message.
+ */
+export const RetryScheduledSchema: GenMessage<RetryScheduled> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 6);
+
+/**
+ * The CHECKPOINT_TAKEN event.
+ *
+ * @generated from message toolruntime.v1.CheckpointTaken
+ */
+export type CheckpointTaken = Message<"toolruntime.v1.CheckpointTaken"> & {
+  /**
+   * The attempt the checkpoint precedes.
+   *
+   * @generated from field: uint32 attempt = 1;
+   */
+  attempt: number;
+};
+
+/**
+ * Describes the message toolruntime.v1.CheckpointTaken.
+ * Use `create(CheckpointTakenSchema)` to create a new message.
+ */
+export const CheckpointTakenSchema: GenMessage<CheckpointTaken> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 7);
+
+/**
+ * The ROLLED_BACK event: the result of restoring the checkpoint.
+ *
+ * @generated from message toolruntime.v1.RolledBack
+ */
+export type RolledBack = Message<"toolruntime.v1.RolledBack"> & {
+  /**
+   * Whether the rollback succeeded.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * Why it failed, when it did.
+   *
+   * @generated from field: string error = 2;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.RolledBack.
+ * Use `create(RolledBackSchema)` to create a new message.
+ */
+export const RolledBackSchema: GenMessage<RolledBack> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_run_event, 8);
 
 /**
  * The DISCOVERED event: the tool exists.
@@ -144,7 +421,7 @@ export type ToolDiscovered = Message<"toolruntime.v1.ToolDiscovered"> & {
  * Use `create(ToolDiscoveredSchema)` to create a new message.
  */
 export const ToolDiscoveredSchema: GenMessage<ToolDiscovered> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 1);
+  messageDesc(file_toolruntime_v1_run_event, 9);
 
 /**
  * The ACTIVATED event: the tool is ready to execute.
@@ -165,7 +442,7 @@ export type ToolActivated = Message<"toolruntime.v1.ToolActivated"> & {
  * Use `create(ToolActivatedSchema)` to create a new message.
  */
 export const ToolActivatedSchema: GenMessage<ToolActivated> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 2);
+  messageDesc(file_toolruntime_v1_run_event, 10);
 
 /**
  * The EXECUTION_STARTED event: the handler is running.
@@ -174,11 +451,18 @@ export const ToolActivatedSchema: GenMessage<ToolActivated> = /*@__PURE__*/
  */
 export type ExecutionStarted = Message<"toolruntime.v1.ExecutionStarted"> & {
   /**
-   * The time the run may take before it ends with a TimeoutError, in milliseconds.
+   * The time the attempt may take before it ends with a TimeoutError, in milliseconds.
    *
    * @generated from field: uint32 timeout_ms = 1;
    */
   timeoutMs: number;
+
+  /**
+   * Which attempt this is, from 1.
+   *
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
 };
 
 /**
@@ -186,7 +470,7 @@ export type ExecutionStarted = Message<"toolruntime.v1.ExecutionStarted"> & {
  * Use `create(ExecutionStartedSchema)` to create a new message.
  */
 export const ExecutionStartedSchema: GenMessage<ExecutionStarted> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 3);
+  messageDesc(file_toolruntime_v1_run_event, 11);
 
 /**
  * The PROGRESS event: what the handler reported. Reports that arrive faster than the client reads
@@ -216,7 +500,7 @@ export type ExecutionProgress = Message<"toolruntime.v1.ExecutionProgress"> & {
  * Use `create(ExecutionProgressSchema)` to create a new message.
  */
 export const ExecutionProgressSchema: GenMessage<ExecutionProgress> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 4);
+  messageDesc(file_toolruntime_v1_run_event, 12);
 
 /**
  * The HEARTBEAT event: the run is alive.
@@ -237,7 +521,7 @@ export type Heartbeat = Message<"toolruntime.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 5);
+  messageDesc(file_toolruntime_v1_run_event, 13);
 
 /**
  * The EXECUTION_FINISHED event: the handler is done (or the runtime stopped waiting for it).
@@ -246,7 +530,7 @@ export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
  */
 export type ExecutionFinished = Message<"toolruntime.v1.ExecutionFinished"> & {
   /**
-   * Whether the execution succeeded.
+   * Whether the attempt succeeded.
    *
    * @generated from field: bool success = 1;
    */
@@ -258,6 +542,20 @@ export type ExecutionFinished = Message<"toolruntime.v1.ExecutionFinished"> & {
    * @generated from field: double duration_ms = 2;
    */
   durationMs: number;
+
+  /**
+   * Which attempt this was, from 1.
+   *
+   * @generated from field: uint32 attempt = 3;
+   */
+  attempt: number;
+
+  /**
+   * Why it failed; unset on success.
+   *
+   * @generated from field: toolruntime.v1.ToolError error = 4;
+   */
+  error?: ToolError | undefined;
 };
 
 /**
@@ -265,7 +563,7 @@ export type ExecutionFinished = Message<"toolruntime.v1.ExecutionFinished"> & {
  * Use `create(ExecutionFinishedSchema)` to create a new message.
  */
 export const ExecutionFinishedSchema: GenMessage<ExecutionFinished> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 6);
+  messageDesc(file_toolruntime_v1_run_event, 14);
 
 /**
  * The DEACTIVATED event: the tool is no longer active for this run.
@@ -286,7 +584,7 @@ export type ToolDeactivated = Message<"toolruntime.v1.ToolDeactivated"> & {
  * Use `create(ToolDeactivatedSchema)` to create a new message.
  */
 export const ToolDeactivatedSchema: GenMessage<ToolDeactivated> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 7);
+  messageDesc(file_toolruntime_v1_run_event, 15);
 
 /**
  * The COMPLETED event: the run's outcome.
@@ -307,5 +605,5 @@ export type RunCompleted = Message<"toolruntime.v1.RunCompleted"> & {
  * Use `create(RunCompletedSchema)` to create a new message.
  */
 export const RunCompletedSchema: GenMessage<RunCompleted> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_run_event, 8);
+  messageDesc(file_toolruntime_v1_run_event, 16);
 

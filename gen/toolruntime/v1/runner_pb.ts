@@ -5,6 +5,8 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { ExecutionOptions } from "./execution_pb.js";
+import { file_toolruntime_v1_execution } from "./execution_pb.js";
 import type { RunEvent } from "./run_event_pb.js";
 import { file_toolruntime_v1_run_event } from "./run_event_pb.js";
 import type { ToolResult, ToolSpec } from "./tool_pb.js";
@@ -15,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/runner.proto.
  */
 export const file_toolruntime_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("Cht0b29scnVudGltZS92MS9ydW5uZXIucHJvdG8SDnRvb2xydW50aW1lLnYxIoUBChREaXNjb3ZlclRvb2xzUmVxdWVzdBIOCgZydW5uZXIYASABKAkSEAoIcmVnaXN0cnkYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEhEKCXRvb2xfdHlwZRgEIAEoCRIRCglwYWdlX3NpemUYBSABKA0SEgoKcGFnZV90b2tlbhgGIAEoCSJZChVEaXNjb3ZlclRvb2xzUmVzcG9uc2USJwoFdG9vbHMYASADKAsyGC50b29scnVudGltZS52MS5Ub29sU3BlYxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAoTQWN0aXZhdGVUb29sUmVxdWVzdBIOCgZydW5uZXIYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJIlYKFEFjdGl2YXRlVG9vbFJlc3BvbnNlEiYKBHNwZWMYASABKAsyGC50b29scnVudGltZS52MS5Ub29sU3BlYxIWCg5hbHJlYWR5X2FjdGl2ZRgCIAEoCCJ0ChJFeGVjdXRlVG9vbFJlcXVlc3QSDgoGcnVubmVyGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRInCgZpbnB1dHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYBCABKA0iVwoTRXhlY3V0ZVRvb2xSZXNwb25zZRIUCgxleGVjdXRpb25faWQYASABKAkSKgoGcmVzdWx0GAIgASgLMhoudG9vbHJ1bnRpbWUudjEuVG9vbFJlc3VsdCI6ChVEZWFjdGl2YXRlVG9vbFJlcXVlc3QSDgoGcnVubmVyGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCSIsChZEZWFjdGl2YXRlVG9vbFJlc3BvbnNlEhIKCndhc19hY3RpdmUYASABKAgiYAoOUnVuVG9vbFJlcXVlc3QSEQoJdG9vbF9uYW1lGAEgASgJEicKBmlucHV0cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgDIAEoDSI6Cg9SdW5Ub29sUmVzcG9uc2USJwoFZXZlbnQYASABKAsyGC50b29scnVudGltZS52MS5SdW5FdmVudDLPAwoNUnVubmVyU2VydmljZRJcCg1EaXNjb3ZlclRvb2xzEiQudG9vbHJ1bnRpbWUudjEuRGlzY292ZXJUb29sc1JlcXVlc3QaJS50b29scnVudGltZS52MS5EaXNjb3ZlclRvb2xzUmVzcG9uc2USWQoMQWN0aXZhdGVUb29sEiMudG9vbHJ1bnRpbWUudjEuQWN0aXZhdGVUb29sUmVxdWVzdBokLnRvb2xydW50aW1lLnYxLkFjdGl2YXRlVG9vbFJlc3BvbnNlElYKC0V4ZWN1dGVUb29sEiIudG9vbHJ1bnRpbWUudjEuRXhlY3V0ZVRvb2xSZXF1ZXN0GiMudG9vbHJ1bnRpbWUudjEuRXhlY3V0ZVRvb2xSZXNwb25zZRJfCg5EZWFjdGl2YXRlVG9vbBIlLnRvb2xydW50aW1lLnYxLkRlYWN0aXZhdGVUb29sUmVxdWVzdBomLnRvb2xydW50aW1lLnYxLkRlYWN0aXZhdGVUb29sUmVzcG9uc2USTAoHUnVuVG9vbBIeLnRvb2xydW50aW1lLnYxLlJ1blRvb2xSZXF1ZXN0Gh8udG9vbHJ1bnRpbWUudjEuUnVuVG9vbFJlc3BvbnNlMAFiBnByb3RvMw", [file_google_protobuf_struct, file_toolruntime_v1_run_event, file_toolruntime_v1_tool]);
+  fileDesc("Cht0b29scnVudGltZS92MS9ydW5uZXIucHJvdG8SDnRvb2xydW50aW1lLnYxIoUBChREaXNjb3ZlclRvb2xzUmVxdWVzdBIOCgZydW5uZXIYASABKAkSEAoIcmVnaXN0cnkYAiABKAkSEQoJbmFtZXNwYWNlGAMgASgJEhEKCXRvb2xfdHlwZRgEIAEoCRIRCglwYWdlX3NpemUYBSABKA0SEgoKcGFnZV90b2tlbhgGIAEoCSJZChVEaXNjb3ZlclRvb2xzUmVzcG9uc2USJwoFdG9vbHMYASADKAsyGC50b29scnVudGltZS52MS5Ub29sU3BlYxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAoTQWN0aXZhdGVUb29sUmVxdWVzdBIOCgZydW5uZXIYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJIlYKFEFjdGl2YXRlVG9vbFJlc3BvbnNlEiYKBHNwZWMYASABKAsyGC50b29scnVudGltZS52MS5Ub29sU3BlYxIWCg5hbHJlYWR5X2FjdGl2ZRgCIAEoCCKnAQoSRXhlY3V0ZVRvb2xSZXF1ZXN0Eg4KBnJ1bm5lchgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJwoGaW5wdXRzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgp0aW1lb3V0X21zGAQgASgNEjEKB29wdGlvbnMYBSABKAsyIC50b29scnVudGltZS52MS5FeGVjdXRpb25PcHRpb25zIlcKE0V4ZWN1dGVUb29sUmVzcG9uc2USFAoMZXhlY3V0aW9uX2lkGAEgASgJEioKBnJlc3VsdBgCIAEoCzIaLnRvb2xydW50aW1lLnYxLlRvb2xSZXN1bHQiOgoVRGVhY3RpdmF0ZVRvb2xSZXF1ZXN0Eg4KBnJ1bm5lchgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkiLAoWRGVhY3RpdmF0ZVRvb2xSZXNwb25zZRISCgp3YXNfYWN0aXZlGAEgASgIIpMBCg5SdW5Ub29sUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSJwoGaW5wdXRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgp0aW1lb3V0X21zGAMgASgNEjEKB29wdGlvbnMYBCABKAsyIC50b29scnVudGltZS52MS5FeGVjdXRpb25PcHRpb25zIjoKD1J1blRvb2xSZXNwb25zZRInCgVldmVudBgBIAEoCzIYLnRvb2xydW50aW1lLnYxLlJ1bkV2ZW50Ms8DCg1SdW5uZXJTZXJ2aWNlElwKDURpc2NvdmVyVG9vbHMSJC50b29scnVudGltZS52MS5EaXNjb3ZlclRvb2xzUmVxdWVzdBolLnRvb2xydW50aW1lLnYxLkRpc2NvdmVyVG9vbHNSZXNwb25zZRJZCgxBY3RpdmF0ZVRvb2wSIy50b29scnVudGltZS52MS5BY3RpdmF0ZVRvb2xSZXF1ZXN0GiQudG9vbHJ1bnRpbWUudjEuQWN0aXZhdGVUb29sUmVzcG9uc2USVgoLRXhlY3V0ZVRvb2wSIi50b29scnVudGltZS52MS5FeGVjdXRlVG9vbFJlcXVlc3QaIy50b29scnVudGltZS52MS5FeGVjdXRlVG9vbFJlc3BvbnNlEl8KDkRlYWN0aXZhdGVUb29sEiUudG9vbHJ1bnRpbWUudjEuRGVhY3RpdmF0ZVRvb2xSZXF1ZXN0GiYudG9vbHJ1bnRpbWUudjEuRGVhY3RpdmF0ZVRvb2xSZXNwb25zZRJMCgdSdW5Ub29sEh4udG9vbHJ1bnRpbWUudjEuUnVuVG9vbFJlcXVlc3QaHy50b29scnVudGltZS52MS5SdW5Ub29sUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_struct, file_toolruntime_v1_execution, file_toolruntime_v1_run_event, file_toolruntime_v1_tool]);
 
 /**
  * Request of RunnerService.DiscoverTools.
@@ -186,11 +188,19 @@ export type ExecuteToolRequest = Message<"toolruntime.v1.ExecuteToolRequest"> & 
   inputs?: JsonObject | undefined;
 
   /**
-   * Time the run may take, in milliseconds, 1 to 86,400,000; 0 means the tool's default timeout.
+   * Time the run may take, in milliseconds; 0 means the tool's default timeout; more than the
+   * tool's max_timeout_ms is INVALID_ARGUMENT.
    *
    * @generated from field: uint32 timeout_ms = 4;
    */
   timeoutMs: number;
+
+  /**
+   * Queue, heartbeat and approval bounds, retries, idempotency, unsafe acknowledgement.
+   *
+   * @generated from field: toolruntime.v1.ExecutionOptions options = 5;
+   */
+  options?: ExecutionOptions | undefined;
 };
 
 /**
@@ -303,6 +313,14 @@ export type RunToolRequest = Message<"toolruntime.v1.RunToolRequest"> & {
    * @generated from field: uint32 timeout_ms = 3;
    */
   timeoutMs: number;
+
+  /**
+   * Queue, heartbeat and approval bounds, retries, idempotency, unsafe acknowledgement, and whether
+   * the run outlives a dropped stream.
+   *
+   * @generated from field: toolruntime.v1.ExecutionOptions options = 4;
+   */
+  options?: ExecutionOptions | undefined;
 };
 
 /**

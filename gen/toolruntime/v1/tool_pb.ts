@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/tool.proto.
  */
 export const file_toolruntime_v1_tool: GenFile = /*@__PURE__*/
-  fileDesc("Chl0b29scnVudGltZS92MS90b29sLnByb3RvEg50b29scnVudGltZS52MSKQAQoOVG9vbENhcGFiaWxpdHkSEQoJcmVhZF9vbmx5GAEgASgIEg4KBndyaXRlcxgCIAEoCBIWCg5jaGVja3BvaW50YWJsZRgDIAEoCBISCgppZGVtcG90ZW50GAQgASgIEg4KBnVuc2FmZRgFIAEoCBIfChdodW1hbl9hcHByb3ZhbF9yZXF1aXJlZBgGIAEoCCKXAgoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIRCgl0b29sX3R5cGUYAyABKAkSNAoMY2FwYWJpbGl0aWVzGAQgASgLMh4udG9vbHJ1bnRpbWUudjEuVG9vbENhcGFiaWxpdHkSLQoMaW5wdXRfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIaChJkZWZhdWx0X3RpbWVvdXRfbXMYByABKA0SEwoLaGFzX2hhbmRsZXIYCCABKAgSDwoHdmVyc2lvbhgJIAEoBCJDCglUb29sRXJyb3ISEQoJdG9vbF9uYW1lGAEgASgJEhIKCmVycm9yX3R5cGUYAiABKAkSDwoHZGV0YWlscxgDIAEoCSKwAQoKVG9vbFJlc3VsdBIPCgdzdWNjZXNzGAEgASgIEicKBm91dHB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKAoFZXJyb3IYAyABKAsyGS50b29scnVudGltZS52MS5Ub29sRXJyb3ISEwoLZHVyYXRpb25fbXMYBCABKAESKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0YgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("Chl0b29scnVudGltZS92MS90b29sLnByb3RvEg50b29scnVudGltZS52MSKQAQoOVG9vbENhcGFiaWxpdHkSEQoJcmVhZF9vbmx5GAEgASgIEg4KBndyaXRlcxgCIAEoCBIWCg5jaGVja3BvaW50YWJsZRgDIAEoCBISCgppZGVtcG90ZW50GAQgASgIEg4KBnVuc2FmZRgFIAEoCBIfChdodW1hbl9hcHByb3ZhbF9yZXF1aXJlZBgGIAEoCCLIAgoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIRCgl0b29sX3R5cGUYAyABKAkSNAoMY2FwYWJpbGl0aWVzGAQgASgLMh4udG9vbHJ1bnRpbWUudjEuVG9vbENhcGFiaWxpdHkSLQoMaW5wdXRfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIaChJkZWZhdWx0X3RpbWVvdXRfbXMYByABKA0SFgoObWF4X3RpbWVvdXRfbXMYCiABKA0SFwoPbWF4X2NvbmN1cnJlbmN5GAsgASgNEhMKC2hhc19oYW5kbGVyGAggASgIEg8KB3ZlcnNpb24YCSABKAQiWwoJVG9vbEVycm9yEhEKCXRvb2xfbmFtZRgBIAEoCRISCgplcnJvcl90eXBlGAIgASgJEg8KB2RldGFpbHMYAyABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYBCABKA0isAEKClRvb2xSZXN1bHQSDwoHc3VjY2VzcxgBIAEoCBInCgZvdXRwdXQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBWVycm9yGAMgASgLMhkudG9vbHJ1bnRpbWUudjEuVG9vbEVycm9yEhMKC2R1cmF0aW9uX21zGAQgASgBEikKCG1ldGFkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdGIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * ToolCapability declares what a tool may do. The flags are facts about the tool that the runtime
@@ -132,6 +132,22 @@ export type ToolSpec = Message<"toolruntime.v1.ToolSpec"> & {
   defaultTimeoutMs: number;
 
   /**
+   * Longest time a caller may allow a run, in milliseconds; a larger `timeout_ms` is
+   * INVALID_ARGUMENT. 0 means one day.
+   *
+   * @generated from field: uint32 max_timeout_ms = 10;
+   */
+  maxTimeoutMs: number;
+
+  /**
+   * Most runs of this tool executing at once on this server; more wait in the admission queue.
+   * 0 means no limit of its own (the server's global limit still applies).
+   *
+   * @generated from field: uint32 max_concurrency = 11;
+   */
+  maxConcurrency: number;
+
+  /**
    * Output only: whether this server holds a handler that can execute the tool. Tools registered
    * over the wire have none until a provider serves them; executing them is FAILED_PRECONDITION.
    * Ignored in requests.
@@ -185,6 +201,13 @@ export type ToolError = Message<"toolruntime.v1.ToolError"> & {
    * @generated from field: string details = 3;
    */
   details: string;
+
+  /**
+   * For RESOURCE_EXHAUSTED from admission: how long to wait before retrying, in milliseconds.
+   *
+   * @generated from field: uint32 retry_after_ms = 4;
+   */
+  retryAfterMs: number;
 };
 
 /**
