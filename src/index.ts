@@ -9,7 +9,6 @@ export { RegistrySet } from "./registry/registry-set.js";
 export { ToolRunner } from "./runner/tool-runner.js";
 export type { ExecuteCallOptions, ToolRunnerOptions } from "./runner/tool-runner.js";
 export { RunnerSet } from "./runner/runner-set.js";
-export { runLifecycle } from "./runner/run-lifecycle.js";
 export { createToolRuntime } from "./runtime.js";
 export type { ToolRuntime, ToolRuntimeOptions } from "./runtime.js";
 export { startServer, defaultMaxMessageBytes } from "./server/tool-runtime-server.js";

@@ -1,3 +1,4 @@
+import { ExecutionManager, type ExecutionManagerOptions } from "./executions/execution-manager.js";
 import { RegistrySet, type RegistrySetOptions } from "./registry/registry-set.js";
 import { RunnerSet, type RunnerSetOptions } from "./runner/runner-set.js";
 import type { DefinedTool } from "./tools/define-tool.js";
@@ -12,12 +13,15 @@ export interface ToolRuntimeOptions {
   readonly runners?: RunnerSetOptions;
   /** Interval of HEARTBEAT events on long streams, in milliseconds. Default 15,000. */
   readonly heartbeatIntervalMs?: number;
+  /** Admission limits, timeouts and retention of runs. */
+  readonly executions?: ExecutionManagerOptions;
 }
 
 /** The transport-free core of a server: its registries and runners. */
 export interface ToolRuntime {
   readonly registries: RegistrySet;
   readonly runners: RunnerSet;
+  readonly executions: ExecutionManager;
   readonly heartbeatIntervalMs: number;
   /** Releases what the runtime holds (subscriptions). */
   close(): void;
@@ -31,12 +35,18 @@ export function createToolRuntime(options: ToolRuntimeOptions = {}): ToolRuntime
   const registries = new RegistrySet(options.registries);
   const runners = new RunnerSet(registries.default, options.runners);
   for (const tool of options.tools ?? []) {
-    registries.default.register({ spec: tool.spec, handler: tool.handler });
+    registries.default.register({ spec: tool.spec, handler: tool.handler, hooks: tool.hooks });
   }
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
+  const executions = new ExecutionManager({ heartbeatIntervalMs, ...options.executions });
   return {
     registries,
     runners,
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000,
-    close: () => runners.close(),
+    executions,
+    heartbeatIntervalMs,
+    close: () => {
+      runners.close();
+      executions.close();
+    },
   };
 }

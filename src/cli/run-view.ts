@@ -1,3 +1,5 @@
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { isTerminal, terminalColumns, type CliIo } from "./cli-io.js";
@@ -53,7 +55,37 @@ class TerminalRunView implements RunView {
         this.line("activated", stage.value.toolName);
         return;
       case "executionStarted":
-        this.line("started", `timeout ${stage.value.timeoutMs.toLocaleString("en-US")} ms`);
+        this.line(
+          "started",
+          `attempt ${stage.value.attempt || 1}, timeout ${stage.value.timeoutMs.toLocaleString("en-US")} ms`,
+        );
+        return;
+      case "queued":
+        this.line("queued", `${stage.value.position} ahead`);
+        return;
+      case "awaitingApproval":
+        this.line("approval", `awaiting a decision on inputs ${stage.value.inputsDigest.slice(0, 12)}…`);
+        return;
+      case "approvalDecided":
+        this.line(stage.value.approved ? "approved" : "rejected", `by ${stage.value.decidedBy}`);
+        return;
+      case "log":
+        this.line(`log ${stage.value.level}`, stage.value.message);
+        return;
+      case "output":
+        this.line("output", JSON.stringify(stage.value.chunk ? toJson(ValueSchema, stage.value.chunk) : null));
+        return;
+      case "retryScheduled":
+        this.line(
+          "retry",
+          `attempt ${stage.value.nextAttempt} in ${stage.value.delayMs} ms after ${stage.value.error?.errorType ?? "a failure"}`,
+        );
+        return;
+      case "checkpointTaken":
+        this.line("checkpoint", `before attempt ${stage.value.attempt}`);
+        return;
+      case "rolledBack":
+        this.line("rolled back", stage.value.success ? "" : `failed: ${stage.value.error}`);
         return;
       case "progress":
         this.sawProgress = true;

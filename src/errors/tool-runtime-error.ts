@@ -31,6 +31,8 @@ export const ErrorType = {
   Activation: "ActivationError",
   /** Execute was called for a tool that is not active in the runner. */
   NotActive: "NotActiveError",
+  /** A tool flagged unsafe was started without acknowledging it. */
+  UnsafeNotAcknowledged: "UnsafeNotAcknowledgedError",
   /** The server holds no handler for the tool. */
   HandlerMissing: "HandlerMissingError",
   /** A server limit was reached. */
@@ -53,6 +55,14 @@ export const ErrorType = {
   Timeout: "TimeoutError",
   /** The run was cancelled by its caller (a failed result). */
   Cancelled: "CancelledError",
+  /** The handler reported no progress within the heartbeat timeout (a failed result). */
+  HeartbeatTimeout: "HeartbeatTimeoutError",
+  /** The run waited for an admission slot longer than its queue timeout (a failed result). */
+  QueueTimeout: "QueueTimeoutError",
+  /** A human rejected the run (a failed result). */
+  ApprovalRejected: "ApprovalRejectedError",
+  /** No one approved the run in time (a failed result). */
+  ApprovalTimeout: "ApprovalTimeoutError",
   /** A bug in the server; the details are logged, never sent. */
   Internal: "InternalError",
 } as const;
@@ -78,6 +88,8 @@ export class ToolRuntimeError extends Error {
     readonly errorType: ErrorTypeName,
     readonly details: string,
     readonly toolName = "",
+    /** For RESOURCE_EXHAUSTED: when to retry, in milliseconds; 0 when unknown. */
+    readonly retryAfterMs = 0,
   ) {
     super(details);
   }

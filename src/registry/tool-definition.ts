@@ -1,4 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { SchemaCheck } from "../json/schema-validator.js";
 
@@ -25,6 +25,24 @@ export interface ToolContext {
    * does nothing once the run is over.
    */
   reportProgress(report: ProgressReport): void;
+  /** Writes a log line to whoever watches the run; cut to 4,096 characters. */
+  log(level: "debug" | "info" | "warn" | "error", message: string): void;
+  /**
+   * Emits a chunk of partial output (a JSON value) to whoever watches the run, before the result.
+   * Throws a TypeError for a value that is not JSON.
+   */
+  emitOutput(chunk: JsonValue): void;
+}
+
+/**
+ * Checkpoint and rollback of a checkpointable tool: the runner takes a checkpoint before each
+ * attempt and rolls back to it when the attempt fails, times out or is cancelled.
+ */
+export interface CheckpointHooks {
+  /** Saves what the run may change; returns a JSON value handed back to `rollback`. */
+  checkpoint(inputs: JsonObject, context: { executionId: string; signal: AbortSignal }): unknown;
+  /** Restores the saved state. Anything it throws is reported in the result's metadata. */
+  rollback(checkpoint: unknown, inputs: JsonObject, context: { executionId: string; signal: AbortSignal }): unknown;
 }
 
 /**
@@ -43,4 +61,6 @@ export interface RegisteredTool {
   readonly checkInputs: SchemaCheck | undefined;
   /** Checks output against the output schema, when the tool has one. */
   readonly checkOutput: SchemaCheck | undefined;
+  /** Checkpoint and rollback, for checkpointable tools that provide them. */
+  readonly hooks: CheckpointHooks | undefined;
 }

@@ -5,7 +5,7 @@ import { ChangeLog, type ToolChange } from "./change-log.js";
 import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
 import { decodePageToken, encodePageToken, resolvePageSize } from "./page-token.js";
 import { SortedNames } from "./sorted-names.js";
-import type { RegisteredTool, ToolHandler } from "./tool-definition.js";
+import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
 import { validateSpec } from "./validate-spec.js";
 
 /** Options of a {@link ToolRegistry}. */
@@ -20,6 +20,8 @@ export interface ToolRegistryOptions {
 export interface ToolRegistration {
   readonly spec: ToolSpec;
   readonly handler?: ToolHandler | undefined;
+  /** Checkpoint and rollback, for a checkpointable tool with a handler. */
+  readonly hooks?: CheckpointHooks | undefined;
 }
 
 /** Filter and page of a {@link ToolRegistry.list} call. */
@@ -131,6 +133,7 @@ export class ToolRegistry {
       handler: registration.handler,
       checkInputs: validated.checkInputs,
       checkOutput: validated.checkOutput,
+      hooks: registration.hooks,
     });
     this.#names.add(name);
     this.#commit({ kind: existing ? "updated" : "added", spec, version });

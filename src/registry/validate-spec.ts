@@ -55,6 +55,18 @@ export function validateSpec(spec: ToolSpec | undefined): ValidatedSpec {
       `default_timeout_ms of ${quote(name)} is ${spec.defaultTimeoutMs}: the limit is ${maxTimeoutMs} (one day)`,
     );
   }
+  if (spec.maxTimeoutMs > maxTimeoutMs) {
+    throw registrationError(
+      name,
+      `max_timeout_ms of ${quote(name)} is ${spec.maxTimeoutMs}: the limit is ${maxTimeoutMs} (one day)`,
+    );
+  }
+  if (spec.maxTimeoutMs > 0 && spec.defaultTimeoutMs > spec.maxTimeoutMs) {
+    throw registrationError(
+      name,
+      `default_timeout_ms of ${quote(name)} (${spec.defaultTimeoutMs}) exceeds its max_timeout_ms (${spec.maxTimeoutMs}): lower the default or raise the maximum`,
+    );
+  }
   const checkInputs = compileField(name, "input_schema", spec.inputSchema);
   const checkOutput = compileField(name, "output_schema", spec.outputSchema);
   const clean = create(ToolSpecSchema, {
@@ -63,6 +75,8 @@ export function validateSpec(spec: ToolSpec | undefined): ValidatedSpec {
     toolType: spec.toolType,
     capabilities,
     defaultTimeoutMs: spec.defaultTimeoutMs,
+    maxTimeoutMs: spec.maxTimeoutMs,
+    maxConcurrency: spec.maxConcurrency,
     ...(spec.inputSchema ? { inputSchema: spec.inputSchema } : {}),
     ...(spec.outputSchema ? { outputSchema: spec.outputSchema } : {}),
   });

@@ -1,4 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { performance } from "node:perf_hooks";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
@@ -25,15 +25,30 @@ export interface ExecuteOptions {
   readonly onStart?: (() => void) | undefined;
   /** W3C traceparent of the calling RPC; its trace id goes into the metadata. */
   readonly traceParent?: string | undefined;
+  /** Receives the handler's log lines. */
+  readonly onLog?: ((level: string, message: string) => void) | undefined;
+  /** Receives the handler's partial output chunks. */
+  readonly onOutput?: ((chunk: JsonValue) => void) | undefined;
+  /** When set, the handler must report progress at least this often (ms) or the run ends. */
+  readonly heartbeatTimeoutMs?: number | undefined;
+  /** Facts added to the result's metadata. */
+  readonly extraMetadata?: JsonObject | undefined;
 }
 
 /** Longest progress message kept, in characters. */
 const maxProgressMessageLength = 1024;
 
+type AbortReason = "timeout" | "cancelled" | "heartbeat";
+
 type HandlerOutcome =
   | { readonly kind: "returned"; readonly value: unknown }
   | { readonly kind: "threw"; readonly error: unknown }
-  | { readonly kind: "aborted"; readonly reason: "timeout" | "cancelled" };
+  | { readonly kind: "aborted"; readonly reason: AbortReason };
+
+/** Longest log line kept, in characters. */
+const maxLogMessageLength = 4096;
+/** Limits on one partial output chunk. */
+const chunkLimits = { maxDepth: 64, maxBytes: 1024 * 1024 };
 
 /**
  * Runs a tool's handler once and returns its ToolResult. Never throws and never rejects: invalid
@@ -61,6 +76,7 @@ export async function executeTool(
     timeout_ms: options.timeoutMs,
     capabilities: capabilityFlags(tool),
     ...(traceId ? { trace_id: traceId } : {}),
+    ...options.extraMetadata,
   });
 
   const inputCheck = checkJsonObject(inputs, "inputs", options.jsonLimits);
@@ -75,20 +91,26 @@ export async function executeTool(
   }
 
   const controller = new AbortController();
-  let abortReason: "timeout" | "cancelled" | undefined;
+  let abortReason: AbortReason | undefined;
   let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
   const aborted = new Promise<HandlerOutcome>((resolve) => (settleAbort = resolve));
   let cancelReason = "";
-  const abort = (reason: "timeout" | "cancelled"): void => {
+  const abort = (reason: AbortReason): void => {
     if (abortReason) return;
     abortReason = reason;
     if (reason === "cancelled") cancelReason = describeAbortReason(options.signal?.reason);
-    controller.abort(
-      new Error(reason === "timeout" ? `timed out after ${options.timeoutMs} ms` : `cancelled: ${cancelReason}`),
-    );
+    const why =
+      reason === "timeout"
+        ? `timed out after ${options.timeoutMs} ms`
+        : reason === "heartbeat"
+          ? `no progress reported for ${options.heartbeatTimeoutMs} ms`
+          : `cancelled: ${cancelReason}`;
+    controller.abort(new Error(why));
     settleAbort?.({ kind: "aborted", reason });
   };
   const timer = setTimeout(() => abort("timeout"), options.timeoutMs);
+  const heartbeatMs = options.heartbeatTimeoutMs ?? 0;
+  let heartbeatTimer = heartbeatMs > 0 ? setTimeout(() => abort("heartbeat"), heartbeatMs) : undefined;
   const onCallerAbort = (): void => abort("cancelled");
   options.signal?.addEventListener("abort", onCallerAbort, { once: true });
 
@@ -103,9 +125,22 @@ export async function executeTool(
       if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {
         throw new RangeError(`progress fraction ${String(fraction)} is outside 0..1`);
       }
-      if (!running || !options.onProgress) return;
+      if (!running) return;
+      if (heartbeatTimer) {
+        clearTimeout(heartbeatTimer);
+        heartbeatTimer = setTimeout(() => abort("heartbeat"), heartbeatMs);
+      }
       const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
-      options.onProgress(fraction === undefined ? { message } : { fraction, message });
+      options.onProgress?.(fraction === undefined ? { message } : { fraction, message });
+    },
+    log(level, message): void {
+      if (!running) return;
+      options.onLog?.(level, String(message).slice(0, maxLogMessageLength));
+    },
+    emitOutput(chunk): void {
+      const check = checkJsonObject({ chunk }, "output chunk", chunkLimits);
+      if (!check.ok) throw new TypeError(check.problem);
+      if (running) options.onOutput?.(check.value["chunk"] as JsonValue);
     },
   };
 
@@ -124,6 +159,7 @@ export async function executeTool(
   } finally {
     running = false;
     clearTimeout(timer);
+    clearTimeout(heartbeatTimer);
     options.signal?.removeEventListener("abort", onCallerAbort);
   }
   const durationMs = performance.now() - began;
@@ -132,21 +168,33 @@ export async function executeTool(
 
   switch (outcome.kind) {
     case "aborted":
-      return outcome.reason === "timeout"
-        ? failed(
+      switch (outcome.reason) {
+        case "timeout":
+          return failed(
             name,
             ErrorType.Timeout,
             `run of ${quote(name)} timed out after ${options.timeoutMs} ms`,
             durationMs,
             metadata(durationMs),
-          )
-        : failed(
+          );
+        case "heartbeat":
+          return failed(
+            name,
+            ErrorType.HeartbeatTimeout,
+            `handler of ${quote(name)} reported no progress for ${heartbeatMs} ms, its heartbeat timeout`,
+            durationMs,
+            metadata(durationMs),
+          );
+        case "cancelled":
+          return failed(
             name,
             ErrorType.Cancelled,
             `run of ${quote(name)} was cancelled: ${cancelReason}`,
             durationMs,
             metadata(durationMs),
           );
+      }
+      break;
     case "threw":
       return failed(
         name,

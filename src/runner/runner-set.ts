@@ -33,6 +33,11 @@ export class RunnerSet {
     });
   }
 
+  /** Timeout of a run when neither the call nor the tool sets one, in milliseconds. */
+  get defaultTimeoutMs(): number {
+    return this.options.defaultTimeoutMs ?? 30_000;
+  }
+
   /** Number of runners with active tools. */
   get size(): number {
     return this.#runners.size;

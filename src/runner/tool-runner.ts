@@ -1,3 +1,4 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { randomUUID } from "node:crypto";
 import type { ToolResult, ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
@@ -39,6 +40,14 @@ export interface ExecuteCallOptions {
   readonly caller?: string | undefined;
   /** W3C traceparent of the calling RPC, for observers and the result's metadata. */
   readonly traceParent?: string | undefined;
+  /** Receives the handler's log lines. */
+  readonly onLog?: ((level: string, message: string) => void) | undefined;
+  /** Receives the handler's partial output. */
+  readonly onOutput?: ((chunk: JsonValue) => void) | undefined;
+  /** The handler must report progress at least this often (ms); 0 or absent: no check. */
+  readonly heartbeatTimeoutMs?: number | undefined;
+  /** Facts added to the result's metadata. */
+  readonly extraMetadata?: JsonObject | undefined;
 }
 
 /** A run about to start: the tool, its handler and its resolved timeout. */
@@ -132,6 +141,13 @@ export class ToolRunner {
       throw invalidRequest(`timeout_ms ${requested} is too long: the limit is ${maxTimeoutMs} (one day)`, toolName);
     }
     const tool = this.registry.get(toolName);
+    const toolMaximum = tool?.spec.maxTimeoutMs ?? 0;
+    if (toolMaximum > 0 && requested > toolMaximum) {
+      throw invalidRequest(
+        `timeout_ms ${requested} is longer than tool ${quote(toolName)} allows: its max_timeout_ms is ${toolMaximum}`,
+        toolName,
+      );
+    }
     if (!tool) {
       throw new ToolRuntimeError(
         "NOT_FOUND",
@@ -185,6 +201,10 @@ export class ToolRunner {
       onProgress: options.onProgress,
       onStart: options.onStart,
       traceParent: options.traceParent,
+      onLog: options.onLog,
+      onOutput: options.onOutput,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      extraMetadata: options.extraMetadata,
     });
     for (const observer of this.#observers) observer.onRunEnd?.(info, result);
     return result;

@@ -2,17 +2,18 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { checkToolName, ensure } from "../registry/names.js";
-import { runLifecycle } from "../runner/run-lifecycle.js";
 import type { ToolRuntime } from "../runtime.js";
+import { abortReasonText } from "./abort-reason.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 
 /**
  * The RunnerService RPCs over a runtime, written once for every transport. Activating, executing,
  * deactivating and running need the caller's `execute` permission on the tool, and a tool flagged
- * unsafe needs `execute_unsafe` too; discovery only shows the tools the caller may read.
+ * unsafe needs `execute_unsafe` too; discovery only shows the tools the caller may read. Executions
+ * go through the execution manager, so they are admitted, recorded and watchable like any run.
  */
 export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof RunnerService> {
-  const { registries, runners } = runtime;
+  const { registries, runners, executions } = runtime;
 
   /** Checks the name and the caller's right to execute the tool. */
   const authorizeExecution = (toolName: string, context: HandlerContext): void => {
@@ -21,9 +22,8 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
     ensureAllowed(caller, "execute", toolName);
     if (runners.registry.get(toolName)?.spec.capabilities?.unsafe) ensureAllowed(caller, "execute_unsafe", toolName);
   };
-  const callOptions = (context: HandlerContext) => ({
+  const callFacts = (context: HandlerContext) => ({
     deadlineMs: context.timeoutMs(),
-    signal: context.signal,
     caller: callerOf(context).name,
     traceParent: context.values.get(traceParentKey),
   });
@@ -44,11 +44,23 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
 
     async executeTool(request, context) {
       authorizeExecution(request.toolName, context);
-      const runner = runners.get(request.runner);
-      return runner.execute(request.toolName, request.inputs ?? {}, {
+      const { record } = executions.start({
+        runner: runners.get(request.runner),
+        requireActive: true,
+        toolName: request.toolName,
+        inputs: request.inputs ?? {},
         timeoutMs: request.timeoutMs,
-        ...callOptions(context),
+        options: request.options,
+        ...callFacts(context),
       });
+      // The run belongs to this call: when the call goes away, so does the run.
+      const onAbort = (): void => void executions.cancel(record.id, abortReasonText(context.signal));
+      context.signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        return { executionId: record.id, result: await record.done };
+      } finally {
+        context.signal.removeEventListener("abort", onAbort);
+      }
     },
 
     deactivateTool(request, context) {
@@ -58,14 +70,32 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
 
     async *runTool(request, context) {
       authorizeExecution(request.toolName, context);
-      const events = runLifecycle(runners, {
+      const { record } = executions.start({
+        runner: runners.createPrivate(),
+        requireActive: false,
         toolName: request.toolName,
         inputs: request.inputs ?? {},
         timeoutMs: request.timeoutMs,
-        heartbeatIntervalMs: runtime.heartbeatIntervalMs,
-        ...callOptions(context),
+        options: request.options,
+        ...callFacts(context),
       });
-      for await (const event of events) yield { event };
+      // When the call ends early (the client left, its deadline passed, or the server shuts down),
+      // the run is cancelled and the stream still delivers its last events to whoever is there;
+      // with detach_on_disconnect the run goes on and this stream simply stops.
+      const detach = request.options?.detachOnDisconnect ?? false;
+      const stopWatching = new AbortController();
+      const onAbort = (): void => {
+        if (detach) stopWatching.abort();
+        else if (record.isLive) executions.cancel(record.id, abortReasonText(context.signal));
+      };
+      context.signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        for await (const event of executions.watch(record, 0, stopWatching.signal)) yield { event };
+      } finally {
+        context.signal.removeEventListener("abort", onAbort);
+        // Reached with the run live only when the transport stopped reading this stream.
+        if (record.isLive && !detach) executions.cancel(record.id, "the client went away");
+      }
     },
   };
 }

@@ -37,7 +37,7 @@ const errorTypesByCode: Partial<Record<Code, string>> = {
  */
 export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): ConnectError {
   if (isToolRuntimeError(thrown)) {
-    return withToolError(thrown.details, codes[thrown.code], thrown.errorType, thrown.toolName);
+    return withToolError(thrown.details, codes[thrown.code], thrown.errorType, thrown.toolName, thrown.retryAfterMs);
   }
   if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) {
     if (thrown.findDetails(ToolErrorSchema).length > 0) return thrown;
@@ -54,8 +54,14 @@ export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): 
   );
 }
 
-function withToolError(details: string, code: Code, errorType: string, toolName: string): ConnectError {
+function withToolError(
+  details: string,
+  code: Code,
+  errorType: string,
+  toolName: string,
+  retryAfterMs = 0,
+): ConnectError {
   return new ConnectError(details, code, undefined, [
-    { desc: ToolErrorSchema, value: create(ToolErrorSchema, { toolName, errorType, details }) },
+    { desc: ToolErrorSchema, value: create(ToolErrorSchema, { toolName, errorType, details, retryAfterMs }) },
   ]);
 }

@@ -4,6 +4,7 @@ import { setMaxListeners } from "node:events";
 import { pino, type Logger } from "pino";
 import { file_toolruntime_v1_registry, RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { file_toolruntime_v1_runner, RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { ExecutionService, file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { createAuthenticator, type IdentityConfig } from "../auth/authenticator.js";
 import { createToolRuntime, type ToolRuntime, type ToolRuntimeOptions } from "../runtime.js";
 import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
@@ -22,6 +23,7 @@ import { peerCertificateOf } from "./peer-certificate.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { createRegistryService } from "./registry-service.js";
 import { createRunnerService } from "./runner-service.js";
+import { createExecutionService } from "./execution-service.js";
 import { readTlsFiles, type TlsFiles } from "./tls-config.js";
 
 /** Options of {@link startServer}. Every field has a default. */
@@ -127,6 +129,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   };
   const registry = wrapService(RegistryService, createRegistryService(runtime), pipeline);
   const runner = wrapService(RunnerService, createRunnerService(runtime), pipeline);
+  const execution = wrapService(
+    ExecutionService,
+    createExecutionService(runtime, connection.maxMessageBytes),
+    pipeline,
+  );
   const shutdown = new AbortController();
   // Every call in flight listens to the shutdown signal; thousands at once are normal.
   setMaxListeners(0, shutdown.signal);
@@ -134,13 +141,23 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const grpcServer = createGrpcServer(connection);
   addServiceToGrpcServer(grpcServer, RegistryService, registry, { logger, shutdownSignal: shutdown.signal });
   addServiceToGrpcServer(grpcServer, RunnerService, runner, { logger, shutdownSignal: shutdown.signal });
-  const health = addHealthToGrpcServer(grpcServer, [RegistryService.typeName, RunnerService.typeName]);
-  addReflectionToGrpcServer(grpcServer, [file_toolruntime_v1_registry, file_toolruntime_v1_runner]);
+  addServiceToGrpcServer(grpcServer, ExecutionService, execution, { logger, shutdownSignal: shutdown.signal });
+  const health = addHealthToGrpcServer(grpcServer, [
+    RegistryService.typeName,
+    RunnerService.typeName,
+    ExecutionService.typeName,
+  ]);
+  addReflectionToGrpcServer(grpcServer, [
+    file_toolruntime_v1_registry,
+    file_toolruntime_v1_runner,
+    file_toolruntime_v1_execution,
+  ]);
 
   const connectHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(RegistryService, registry);
       router.service(RunnerService, runner);
+      router.service(ExecutionService, execution);
     },
     readMaxBytes: connection.maxMessageBytes,
     writeMaxBytes: connection.maxMessageBytes,
@@ -185,11 +202,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       // Calls still running when the grace period ends are cancelled, and get a moment more to
       // send their cancelled results before the connections are cut.
       const reason = new ConnectError("the server is shutting down", Code.Unavailable);
-      const cancelTimer = setTimeout(() => shutdown.abort(reason), graceMs);
+      const cancelTimer = setTimeout(() => {
+        shutdown.abort(reason);
+        runtime.executions.cancelAll(reason.rawMessage);
+      }, graceMs);
       const hardStopMs = graceMs + cancelledResultGraceMs;
       await Promise.all([shutdownGrpcServer(grpcServer, hardStopMs), http.close(hardStopMs)]);
       clearTimeout(cancelTimer);
       shutdown.abort(reason);
+      runtime.executions.cancelAll(reason.rawMessage);
       runtime.close();
       await tracing.shutdown();
     },

@@ -1,6 +1,6 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
-import type { ToolHandler } from "../registry/tool-definition.js";
+import type { CheckpointHooks, ToolHandler } from "../registry/tool-definition.js";
 import { validateSpec } from "../registry/validate-spec.js";
 
 // A registry-wide symbol, so tools defined against another copy of this package are recognised.
@@ -29,8 +29,14 @@ export interface ToolDefinitionInit {
   readonly outputSchema?: JsonObject;
   /** Timeout of a run when the caller sets none, in milliseconds; 0 or absent for the server's. */
   readonly defaultTimeoutMs?: number;
+  /** Longest timeout a caller may ask for, in milliseconds; 0 or absent for one day. */
+  readonly maxTimeoutMs?: number;
+  /** Most runs of this tool at once; 0 or absent for no limit of its own. */
+  readonly maxConcurrency?: number;
   /** Does the work; see ToolHandler. */
   readonly handler: ToolHandler;
+  /** Checkpoint and rollback; only for a tool whose capabilities say `checkpointable`. */
+  readonly hooks?: CheckpointHooks;
 }
 
 /** A validated tool ready to register in a server. */
@@ -38,6 +44,7 @@ export interface DefinedTool {
   readonly [definedToolBrand]: true;
   readonly spec: ToolSpec;
   readonly handler: ToolHandler;
+  readonly hooks: CheckpointHooks | undefined;
 }
 
 /**
@@ -55,11 +62,18 @@ export function defineTool(init: ToolDefinitionInit): DefinedTool {
       toolType: init.toolType ?? "",
       capabilities: init.capabilities ?? {},
       defaultTimeoutMs: init.defaultTimeoutMs ?? 0,
+      maxTimeoutMs: init.maxTimeoutMs ?? 0,
+      maxConcurrency: init.maxConcurrency ?? 0,
       ...(init.inputSchema ? { inputSchema: init.inputSchema } : {}),
       ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
     }),
   );
-  return { [definedToolBrand]: true, spec, handler: init.handler };
+  if (init.hooks && !spec.capabilities?.checkpointable) {
+    throw new TypeError(
+      `tool ${JSON.stringify(init.name)} has checkpoint hooks but is not checkpointable: set capabilities.checkpointable`,
+    );
+  }
+  return { [definedToolBrand]: true, spec, handler: init.handler, hooks: init.hooks };
 }
 
 /** Whether `value` was made by {@link defineTool}. */

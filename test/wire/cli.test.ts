@@ -320,7 +320,7 @@ describe("The toolruntime client (src/cli)", () => {
       expect(text).to.match(
         /^ {2}execution +[0-9a-f-]{36}\n {2}discovered +builtin\.countdown \(function; ro,idem\)\n/,
       );
-      expect(text).to.contain("  started      timeout 600,000 ms\n");
+      expect(text).to.contain("  started      attempt 1, timeout 600,000 ms\n");
       // The bar is redrawn in place (carriage return, erase line); the last report is always delivered.
       const eraseLine = "\r\u001b[2K";
       expect(text).to.contain(`${eraseLine}[${"█".repeat(26)}] 100% done\n`);

@@ -119,7 +119,10 @@ for (const stackName of clientStackNames) {
         "may not execute unsafe",
       );
       await client.runner.activateTool({ runner, toolName: "test.unsafe" }, bearer("admin-token"));
-      const { result } = await client.runner.executeTool({ runner, toolName: "test.unsafe" }, bearer("admin-token"));
+      const { result } = await client.runner.executeTool(
+        { runner, toolName: "test.unsafe", options: { acknowledgeUnsafe: true } },
+        bearer("admin-token"),
+      );
       expect(result?.success).to.equal(true);
     });
   });

@@ -1,0 +1,536 @@
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { ExecutionState, type ExecutionOptions } from "../../gen/toolruntime/v1/execution_pb.js";
+import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType, invalidRequest, ToolRuntimeError, type ErrorTypeName } from "../errors/tool-runtime-error.js";
+import { quote } from "../registry/names.js";
+import { failed } from "../runner/run-outcome.js";
+import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
+import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
+import { ExecutionRecord, type EventLimits } from "./execution-record.js";
+import { ExecutionStore, type ListExecutionsQuery, type RetentionOptions } from "./execution-store.js";
+import { inputsDigest } from "./inputs-digest.js";
+import { resolveRetryPolicy, retryDelayMs, type ResolvedRetryPolicy } from "./retry-policy.js";
+
+/** Options of an {@link ExecutionManager}. Every field has a default. */
+export interface ExecutionManagerOptions extends AdmissionOptions, RetentionOptions {
+  /** Queue timeout when a call sets none, in milliseconds. Default 60,000. */
+  readonly defaultQueueTimeoutMs?: number;
+  /** Approval timeout when a call sets none, in milliseconds. Default 300,000. */
+  readonly defaultApprovalTimeoutMs?: number;
+  /** Interval of HEARTBEAT events while a run is live, in milliseconds. Default 15,000. */
+  readonly heartbeatIntervalMs?: number;
+  /** Most events and bytes of events one run keeps. Default 10,000 events and 1 MiB. */
+  readonly eventLimits?: EventLimits;
+  /** Where unexpected failures are logged. */
+  readonly logger?: Logger | undefined;
+}
+
+/** What to run, and how. */
+export interface StartRequest {
+  /** The runner: a named one (ExecuteTool, which requires activation) or a private one. */
+  readonly runner: ToolRunner;
+  /** Whether the tool must already be active in the runner (ExecuteTool). */
+  readonly requireActive: boolean;
+  readonly toolName: string;
+  readonly inputs: unknown;
+  /** Time each attempt may take, in milliseconds; 0 for the tool's default. */
+  readonly timeoutMs: number;
+  /** Time left before the caller's deadline, for runs tied to one call. */
+  readonly deadlineMs?: number | undefined;
+  readonly options?: ExecutionOptions | undefined;
+  /** Identity that starts the run. */
+  readonly caller: string;
+  readonly traceParent?: string | undefined;
+}
+
+/** The defaults and limits a manager applies, as GetCapabilities reports them. */
+export interface ExecutionLimits {
+  readonly maxConcurrentRuns: number;
+  readonly maxQueuedRuns: number;
+  readonly defaultQueueTimeoutMs: number;
+  readonly defaultApprovalTimeoutMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly retainedExecutions: number;
+  readonly retentionMs: number;
+  readonly retainedBytes: number;
+}
+
+const maxIdempotencyKeyLength = 128;
+const maxCommentLength = 1024;
+
+/**
+ * Runs tools as resources: each run gets a record and an event log, goes through approval (when the
+ * tool needs it), admission (concurrency limits and a bounded queue), one or more attempts (with
+ * checkpoint and rollback for checkpointable tools, retries when a policy allows), and ends with a
+ * result, whoever watches or not. Cancellation, approval and the timeouts race safely: each run is
+ * decided once, by whichever comes first.
+ */
+export class ExecutionManager {
+  readonly admission: Admission;
+  readonly store: ExecutionStore;
+  readonly limits: ExecutionLimits;
+  readonly #eventLimits: EventLimits;
+  readonly #logger: Logger | undefined;
+  readonly #sweeper: NodeJS.Timeout;
+  #ordinal = 0;
+
+  constructor(options: ExecutionManagerOptions = {}) {
+    this.admission = new Admission(options);
+    this.store = new ExecutionStore(options);
+    this.#eventLimits = options.eventLimits ?? { maxEvents: 10_000, maxBytes: 1024 * 1024 };
+    this.#logger = options.logger;
+    this.limits = {
+      maxConcurrentRuns: this.admission.maxConcurrent,
+      maxQueuedRuns: this.admission.maxQueued,
+      defaultQueueTimeoutMs: options.defaultQueueTimeoutMs ?? 60_000,
+      defaultApprovalTimeoutMs: options.defaultApprovalTimeoutMs ?? 300_000,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000,
+      retainedExecutions: this.store.maxRetained,
+      retentionMs: this.store.retentionMs,
+      retainedBytes: this.store.maxRetainedBytes,
+    };
+    // Evicts records past their age even when no run finishes to trigger it.
+    this.#sweeper = setInterval(
+      () => this.store.evict(),
+      Math.min(60_000, Math.max(1000, this.store.retentionMs / 10)),
+    );
+    this.#sweeper.unref();
+  }
+
+  /**
+   * Starts a run and returns its record at once. Throws, before anything starts: INVALID_ARGUMENT,
+   * NOT_FOUND, FAILED_PRECONDITION (not active, no handler, unsafe without acknowledgement) and
+   * RESOURCE_EXHAUSTED (queue full). A matching idempotency key returns the earlier run instead.
+   */
+  start(request: StartRequest): { record: ExecutionRecord; deduplicated: boolean } {
+    const options = request.options;
+    const prepared = request.runner.prepare(
+      request.toolName,
+      { timeoutMs: request.timeoutMs, deadlineMs: request.deadlineMs },
+      request.requireActive,
+    );
+    const spec = prepared.tool.spec;
+    const name = spec.name;
+    if (spec.capabilities?.unsafe && !options?.acknowledgeUnsafe) {
+      throw new ToolRuntimeError(
+        "FAILED_PRECONDITION",
+        ErrorType.UnsafeNotAcknowledged,
+        `tool ${quote(name)} is flagged unsafe: set options.acknowledge_unsafe to run it`,
+        name,
+      );
+    }
+    const retry = resolveRetryPolicy(options?.retryPolicy, spec);
+    const key = options?.idempotencyKey ?? "";
+    if (key.length > maxIdempotencyKeyLength) {
+      throw invalidRequest(
+        `idempotency_key has ${key.length} characters: the limit is ${maxIdempotencyKeyLength}`,
+        name,
+      );
+    }
+    const digest = inputsDigest(request.inputs);
+    if (key !== "") {
+      const earlier = this.store.findByIdempotencyKey(request.caller, name, key);
+      if (earlier) {
+        if (earlier.init.inputsDigest !== digest) {
+          throw invalidRequest(
+            `idempotency_key ${quote(key)} was used for run ${quote(earlier.id)} of ${quote(name)} with other inputs: use a new key for new inputs`,
+            name,
+          );
+        }
+        return { record: earlier, deduplicated: true };
+      }
+    }
+    const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
+    // Without approval, admission is decided now, so a full queue is the caller's status code.
+    const ticket = needsApproval ? undefined : this.admission.admit(name, spec.maxConcurrency);
+    const record = new ExecutionRecord({
+      id: randomUUID(),
+      ordinal: ++this.#ordinal,
+      toolName: name,
+      runnerName: request.runner.name,
+      caller: request.caller,
+      inputsDigest: digest,
+      writes: spec.capabilities?.writes ?? false,
+      idempotencyKey: key,
+      eventLimits: this.#eventLimits,
+    });
+    this.store.add(record);
+    void this.#drive(record, request, prepared, retry, ticket).catch((error: unknown) => {
+      this.#logger?.error({ err: error, executionId: record.id }, "run failed unexpectedly");
+      this.#finish(record, request, failed(name, ErrorType.Internal, "internal error: see the server log", 0, {}));
+    });
+    return { record, deduplicated: false };
+  }
+
+  /** The record of that id. Throws NOT_FOUND when unknown or evicted. */
+  get(id: string): ExecutionRecord {
+    const record = this.store.get(id);
+    if (!record) {
+      throw new ToolRuntimeError(
+        "NOT_FOUND",
+        ErrorType.NotFound,
+        `execution ${quote(id)} is unknown or no longer retained (records are kept ${this.limits.retentionMs} ms, at most ${this.limits.retainedExecutions})`,
+      );
+    }
+    return record;
+  }
+
+  /** A page of records; see ExecutionStore.list. */
+  list(query: ListExecutionsQuery): { records: ExecutionRecord[]; nextPageToken: string } {
+    return this.store.list(query);
+  }
+
+  /**
+   * Cancels a run. Idempotent for a cancelled run; FAILED_PRECONDITION for one that finished
+   * otherwise. The run ends as soon as its handler stops or the runner stops waiting for it.
+   */
+  cancel(id: string, reason: string): ExecutionRecord {
+    const record = this.get(id);
+    if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
+      throw new ToolRuntimeError(
+        "FAILED_PRECONDITION",
+        ErrorType.NotActive,
+        `execution ${quote(id)} already finished (${ExecutionState[record.state]}): there is nothing to cancel`,
+        record.init.toolName,
+      );
+    }
+    if (record.isLive && !record.cancellation.signal.aborted) record.cancellation.abort(new Error(reason));
+    return record;
+  }
+
+  /**
+   * Decides a run awaiting approval, once. Throws NOT_FOUND, INVALID_ARGUMENT (digest mismatch) or
+   * FAILED_PRECONDITION (not awaiting approval, or already decided).
+   */
+  decide(id: string, approved: boolean, inputsDigest: string, decidedBy: string, comment: string): ExecutionRecord {
+    const record = this.get(id);
+    if (inputsDigest !== record.init.inputsDigest) {
+      throw invalidRequest(
+        `inputs_digest does not match execution ${quote(id)}: a decision is bound to the inputs shown in its AWAITING_APPROVAL event`,
+        record.init.toolName,
+      );
+    }
+    const taken = record.decide({
+      approved,
+      decidedBy,
+      comment: comment.slice(0, maxCommentLength),
+      decidedAt: new Date(),
+    });
+    if (!taken) {
+      throw new ToolRuntimeError(
+        "FAILED_PRECONDITION",
+        ErrorType.NotActive,
+        `execution ${quote(id)} is not awaiting approval (${ExecutionState[record.state]}${record.decision ? ", already decided" : ""})`,
+        record.init.toolName,
+      );
+    }
+    return record;
+  }
+
+  /**
+   * The events of a run after `afterSequence`, then live ones until COMPLETED. Ends early, quietly,
+   * when `signal` aborts. The record must come from {@link get}.
+   */
+  async *watch(record: ExecutionRecord, afterSequence: number, signal: AbortSignal): AsyncGenerator<RunEvent> {
+    let next = Math.max(0, Math.min(afterSequence, record.events.length));
+    const stopped = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    while (!signal.aborted) {
+      while (next < record.events.length) yield record.events[next++] as RunEvent;
+      if (!record.isLive) return;
+      await Promise.race([record.changed(), stopped]);
+    }
+  }
+
+  /** Cancels every live run (shutdown). */
+  cancelAll(reason: string): void {
+    for (const record of this.store.live()) {
+      if (!record.cancellation.signal.aborted) record.cancellation.abort(new Error(reason));
+    }
+  }
+
+  /** Stops the retention sweeper. */
+  close(): void {
+    clearInterval(this.#sweeper);
+  }
+
+  async #drive(
+    record: ExecutionRecord,
+    request: StartRequest,
+    prepared: PreparedRun,
+    retry: ResolvedRetryPolicy,
+    admitted: Ticket | undefined,
+  ): Promise<void> {
+    const spec = prepared.tool.spec;
+    const name = spec.name;
+    const signal = record.cancellation.signal;
+    const options = request.options;
+    const privateRunner = !request.requireActive;
+    const heartbeat = setInterval(
+      () => record.append({ case: "heartbeat", value: { elapsedMs: record.toProto().runningMs } }),
+      this.limits.heartbeatIntervalMs,
+    );
+    const end = (errorType: ErrorTypeName, details: string): void =>
+      this.#finish(record, request, failed(name, errorType, details, 0, { execution_id: record.id, tool_name: name }));
+    let ticket = admitted;
+    try {
+      record.append({ case: "discovered", value: { spec } });
+      if (privateRunner) {
+        request.runner.activate(name);
+        record.append({ case: "activated", value: { toolName: name } });
+      }
+
+      if (spec.capabilities?.humanApprovalRequired) {
+        const timeoutMs = options?.approvalTimeoutMs || this.limits.defaultApprovalTimeoutMs;
+        const decision = await this.#awaitApproval(record, timeoutMs, signal);
+        if (!decision)
+          return end(
+            ErrorType.Cancelled,
+            `run of ${quote(name)} was cancelled while awaiting approval: ${reasonOf(signal)}`,
+          );
+        record.append({
+          case: "approvalDecided",
+          value: { approved: decision.approved, decidedBy: decision.decidedBy },
+        });
+        if (!decision.approved) {
+          return decision.decidedBy === "(timeout)"
+            ? end(ErrorType.ApprovalTimeout, `run of ${quote(name)} was not approved within ${timeoutMs} ms`)
+            : end(
+                ErrorType.ApprovalRejected,
+                `run of ${quote(name)} was rejected by ${quote(decision.decidedBy)}${decision.comment ? `: ${decision.comment}` : ""}`,
+              );
+        }
+        try {
+          ticket = this.admission.admit(name, spec.maxConcurrency);
+        } catch (error) {
+          if (error instanceof ToolRuntimeError) return end(error.errorType, error.details);
+          throw error;
+        }
+      }
+
+      if (ticket && !ticket.immediate) {
+        record.setState(ExecutionState.QUEUED);
+        record.append({ case: "queued", value: { position: ticket.position } });
+        const timeoutMs = options?.queueTimeoutMs || this.limits.defaultQueueTimeoutMs;
+        const outcome = await raceGrant(ticket.granted, timeoutMs, signal);
+        if (outcome !== "granted") {
+          ticket.release();
+          ticket = undefined;
+          return outcome === "timeout"
+            ? end(ErrorType.QueueTimeout, `run of ${quote(name)} waited ${timeoutMs} ms for a slot, its queue timeout`)
+            : end(ErrorType.Cancelled, `run of ${quote(name)} was cancelled while queued: ${reasonOf(signal)}`);
+        }
+      }
+      record.setState(ExecutionState.RUNNING);
+
+      const result = await this.#attempts(record, request, prepared, retry);
+      this.#finish(record, request, result);
+    } finally {
+      clearInterval(heartbeat);
+      ticket?.release();
+    }
+  }
+
+  /** Runs attempts until one succeeds, the policy stops, or the run is cancelled. */
+  async #attempts(
+    record: ExecutionRecord,
+    request: StartRequest,
+    prepared: PreparedRun,
+    retry: ResolvedRetryPolicy,
+  ): Promise<ToolResult> {
+    const spec = prepared.tool.spec;
+    const name = spec.name;
+    const signal = record.cancellation.signal;
+    const hooks = spec.capabilities?.checkpointable ? prepared.tool.hooks : undefined;
+    const checkpointFacts: JsonObject = { supported: hooks !== undefined };
+    let result: ToolResult | undefined;
+    for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
+      record.attempts = attempt;
+      let checkpoint: { value: unknown } | undefined;
+      if (hooks) {
+        try {
+          checkpoint = {
+            value: await hooks.checkpoint(request.inputs as JsonObject, { executionId: record.id, signal }),
+          };
+          record.append({ case: "checkpointTaken", value: { attempt } });
+          checkpointFacts["taken"] = true;
+        } catch (error) {
+          result = failed(
+            name,
+            ErrorType.Handler,
+            `checkpoint of ${quote(name)} failed, so the run did not start: ${String(error)}`,
+            0,
+            {},
+          );
+          break;
+        }
+      }
+      record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
+      result = await request.runner.run(prepared, request.inputs, {
+        executionId: record.id,
+        signal,
+        caller: request.caller,
+        traceParent: request.traceParent,
+        heartbeatTimeoutMs: request.options?.heartbeatTimeoutMs,
+        onProgress: (report) => record.append({ case: "progress", value: report }),
+        onLog: (level, message) => record.append({ case: "log", value: { level, message } }),
+        onOutput: (chunk) => record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } }),
+        extraMetadata: { attempt },
+      });
+      record.append({
+        case: "executionFinished",
+        value: {
+          success: result.success,
+          durationMs: result.durationMs,
+          attempt,
+          ...(result.error ? { error: result.error } : {}),
+        },
+      });
+      if (!result.success && checkpoint) {
+        const rolledBack = await rollback(hooks!, checkpoint.value, request.inputs as JsonObject, record.id);
+        record.append({ case: "rolledBack", value: rolledBack });
+        checkpointFacts["rolled_back"] = rolledBack.success;
+        if (!rolledBack.success) checkpointFacts["rollback_error"] = rolledBack.error;
+      }
+      const errorType = result.error?.errorType ?? "";
+      if (result.success || signal.aborted || attempt === retry.maxAttempts || retry.nonRetryable.has(errorType)) break;
+      const delayMs = retryDelayMs(retry, attempt + 1);
+      record.append({
+        case: "retryScheduled",
+        value: { nextAttempt: attempt + 1, delayMs, ...(result.error ? { error: result.error } : {}) },
+      });
+      if (!(await sleep(delayMs, signal))) {
+        result = failed(
+          name,
+          ErrorType.Cancelled,
+          `run of ${quote(name)} was cancelled while waiting to retry: ${reasonOf(signal)}`,
+          0,
+          result.metadata ?? {},
+        );
+        break;
+      }
+    }
+    const final = result as ToolResult;
+    return create(ToolResultSchema, {
+      ...final,
+      metadata: {
+        ...final.metadata,
+        attempts: record.attempts,
+        ...(spec.capabilities?.checkpointable ? { checkpoint: checkpointFacts } : {}),
+      },
+    });
+  }
+
+  async #awaitApproval(record: ExecutionRecord, timeoutMs: number, signal: AbortSignal) {
+    record.setState(ExecutionState.AWAITING_APPROVAL);
+    const decision = record.awaitDecision();
+    const expiresAt = new Date(Date.now() + timeoutMs);
+    record.append({
+      case: "awaitingApproval",
+      value: { inputsDigest: record.init.inputsDigest, expiresAt: timestampFromDate(expiresAt) },
+    });
+    const timer = setTimeout(
+      () => record.decide({ approved: false, decidedBy: "(timeout)", comment: "", decidedAt: new Date() }),
+      timeoutMs,
+    );
+    const cancelled = new Promise<undefined>((resolve) => {
+      if (signal.aborted) resolve(undefined);
+      signal.addEventListener("abort", () => resolve(undefined), { once: true });
+    });
+    try {
+      return await Promise.race([decision, cancelled]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #finish(record: ExecutionRecord, request: StartRequest, result: ToolResult): void {
+    if (!record.isLive) return;
+    const metadata: JsonObject = {
+      ...result.metadata,
+      execution_id: record.id,
+      tool_name: record.init.toolName,
+      ...record.timings(),
+      writes: record.init.writes,
+      ...(record.decision
+        ? {
+            approval: {
+              approved: record.decision.approved,
+              decided_by: record.decision.decidedBy,
+              decided_at: record.decision.decidedAt.toISOString(),
+              comment: record.decision.comment,
+            },
+          }
+        : {}),
+    };
+    const final = create(ToolResultSchema, { ...result, metadata });
+    if (!request.requireActive) {
+      record.append({ case: "deactivated", value: { wasActive: request.runner.deactivate(record.init.toolName) } });
+    }
+    record.append({ case: "completed", value: { result: final } });
+    record.finish(final);
+    this.store.finished(record);
+  }
+}
+
+async function rollback(
+  hooks: NonNullable<PreparedRun["tool"]["hooks"]>,
+  checkpoint: unknown,
+  inputs: JsonObject,
+  executionId: string,
+): Promise<{ success: boolean; error: string }> {
+  try {
+    await hooks.rollback(checkpoint, inputs, { executionId, signal: new AbortController().signal });
+    return { success: true, error: "" };
+  } catch (error) {
+    return { success: false, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** Waits for a slot, the queue timeout or cancellation, whichever comes first. */
+async function raceGrant(
+  granted: Promise<void>,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<"granted" | "timeout" | "cancelled"> {
+  if (signal.aborted) return "cancelled";
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      granted.then(() => "granted" as const),
+      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs))),
+      new Promise<"cancelled">((resolve) => {
+        onAbort = () => resolve("cancelled");
+        signal.addEventListener("abort", onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function reasonOf(signal: AbortSignal): string {
+  const reason = signal.reason as unknown;
+  return reason instanceof Error ? reason.message : "cancelled";
+}

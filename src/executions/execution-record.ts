@@ -1,0 +1,224 @@
+import { create, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
+import { performance } from "node:perf_hooks";
+import { ExecutionSchema, ExecutionState, type Execution } from "../../gen/toolruntime/v1/execution_pb.js";
+import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+
+/** The body of a run event: which kind, and its fields. */
+export type EventBody = NonNullable<MessageInitShape<typeof RunEventSchema>["event"]>;
+
+/** Kinds of events that may be dropped when a run emits more than its share. */
+const droppable = new Set<EventBody["case"]>(["progress", "log", "output", "heartbeat"]);
+
+/** Most events, and bytes of events, a run keeps; lifecycle events are always kept. */
+export interface EventLimits {
+  readonly maxEvents: number;
+  readonly maxBytes: number;
+}
+
+/** A human's (or the timeout's) decision on a run that needed approval. */
+export interface Decision {
+  readonly approved: boolean;
+  readonly decidedBy: string;
+  readonly comment: string;
+  readonly decidedAt: Date;
+}
+
+/** What an {@link ExecutionRecord} is created with. */
+export interface ExecutionRecordInit {
+  readonly id: string;
+  readonly ordinal: number;
+  readonly toolName: string;
+  readonly runnerName: string;
+  readonly caller: string;
+  readonly inputsDigest: string;
+  readonly writes: boolean;
+  readonly idempotencyKey: string;
+  readonly eventLimits: EventLimits;
+}
+
+/**
+ * One run as a resource: its state, timings, attempts, approval, result, and the full, ordered log
+ * of its events, which any number of watchers read at their own pace (so a slow watcher costs the
+ * others nothing and a reattaching one misses nothing). Events are numbered from 1 without gaps.
+ */
+export class ExecutionRecord {
+  readonly createdAt = new Date();
+  readonly events: RunEvent[] = [];
+  /** Aborted to cancel the run; its reason says why. */
+  readonly cancellation = new AbortController();
+  state: ExecutionState = ExecutionState.RUNNING;
+  attempts = 0;
+  result: ToolResult | undefined;
+  finishedAt: Date | undefined;
+  decision: Decision | undefined;
+  droppedEvents = 0;
+  #bytes = 0;
+  readonly #timings = { awaitingApprovalMs: 0, queuedMs: 0, runningMs: 0 };
+  #stateSince = performance.now();
+  #waiters: (() => void)[] = [];
+  #decide: ((decision: Decision) => void) | undefined;
+  readonly #settled: Promise<ToolResult>;
+  #settle: (result: ToolResult) => void = () => undefined;
+
+  constructor(readonly init: ExecutionRecordInit) {
+    this.#settled = new Promise((resolve) => (this.#settle = resolve));
+  }
+
+  get id(): string {
+    return this.init.id;
+  }
+
+  /** Whether the run has not reached a final state. */
+  get isLive(): boolean {
+    return this.result === undefined;
+  }
+
+  /** Bytes held by this record's events (their encoded size). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Resolves with the result when the run ends. */
+  get done(): Promise<ToolResult> {
+    return this.#settled;
+  }
+
+  /** The sequence number of the latest event. */
+  get lastSequence(): number {
+    return this.events.length;
+  }
+
+  /** Appends an event; returns false when a droppable event was dropped over the limits. */
+  append(body: EventBody): boolean {
+    if (!this.isLive && body.case !== "completed" && body.case !== "deactivated") return false;
+    const event = create(RunEventSchema, {
+      sequence: BigInt(this.events.length + 1),
+      time: timestampNow(),
+      executionId: this.id,
+      event: body,
+    });
+    const size = toBinary(RunEventSchema, event).byteLength;
+    const limits = this.init.eventLimits;
+    if (droppable.has(body.case) && (this.events.length >= limits.maxEvents || this.#bytes + size > limits.maxBytes)) {
+      this.droppedEvents += 1;
+      return false;
+    }
+    this.events.push(event);
+    this.#bytes += size;
+    this.#wake();
+    return true;
+  }
+
+  /** Moves to a live state, adding the time spent in the previous one to its timing. */
+  setState(state: ExecutionState): void {
+    this.#accountTime();
+    this.state = state;
+  }
+
+  /** Resolves when an event is appended or the run ends. */
+  changed(): Promise<void> {
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Waits for a decision (see {@link decide}). */
+  awaitDecision(): Promise<Decision> {
+    return new Promise((resolve) => (this.#decide = resolve));
+  }
+
+  /**
+   * Records the decision on a run awaiting approval. Returns false when there is nothing to decide
+   * (already decided, or not awaiting approval): the first decision wins.
+   */
+  decide(decision: Decision): boolean {
+    if (this.state !== ExecutionState.AWAITING_APPROVAL || this.decision || !this.#decide) return false;
+    this.decision = decision;
+    const resolve = this.#decide;
+    this.#decide = undefined;
+    resolve(decision);
+    return true;
+  }
+
+  /** Ends the run with `result`; its state follows from it. */
+  finish(result: ToolResult): void {
+    if (!this.isLive) return;
+    this.#accountTime();
+    this.result = result;
+    this.finishedAt = new Date();
+    this.state = result.success
+      ? ExecutionState.SUCCEEDED
+      : result.error?.errorType === "CancelledError"
+        ? ExecutionState.CANCELLED
+        : ExecutionState.FAILED;
+    this.#settle(result);
+    this.#wake();
+  }
+
+  /** Timing facts for the result's metadata. */
+  timings(): JsonObject {
+    return {
+      awaiting_approval_ms: round(this.#timings.awaitingApprovalMs),
+      queued_ms: round(this.#timings.queuedMs),
+      running_ms: round(this.#timings.runningMs),
+    };
+  }
+
+  /** The record as the API shows it. */
+  toProto(): Execution {
+    const live = this.isLive ? performance.now() - this.#stateSince : 0;
+    const timing = (state: ExecutionState, value: number): number => round(value + (this.state === state ? live : 0));
+    return create(ExecutionSchema, {
+      executionId: this.id,
+      toolName: this.init.toolName,
+      runner: this.init.runnerName,
+      state: this.state,
+      inputsDigest: this.init.inputsDigest,
+      caller: this.init.caller,
+      createdAt: timestampFromDate(this.createdAt),
+      ...(this.finishedAt ? { finishedAt: timestampFromDate(this.finishedAt) } : {}),
+      awaitingApprovalMs: timing(ExecutionState.AWAITING_APPROVAL, this.#timings.awaitingApprovalMs),
+      queuedMs: timing(ExecutionState.QUEUED, this.#timings.queuedMs),
+      runningMs: timing(ExecutionState.RUNNING, this.#timings.runningMs),
+      attempts: this.attempts,
+      ...(this.result ? { result: this.result } : {}),
+      writes: this.init.writes,
+      ...(this.decision
+        ? {
+            approval: {
+              approved: this.decision.approved,
+              decidedBy: this.decision.decidedBy,
+              decidedAt: timestampFromDate(this.decision.decidedAt),
+              comment: this.decision.comment,
+            },
+          }
+        : {}),
+      idempotencyKey: this.init.idempotencyKey,
+      lastSequence: BigInt(this.events.length),
+    });
+  }
+
+  #accountTime(): void {
+    const now = performance.now();
+    const elapsed = now - this.#stateSince;
+    this.#stateSince = now;
+    if (this.state === ExecutionState.AWAITING_APPROVAL) this.#timings.awaitingApprovalMs += elapsed;
+    else if (this.state === ExecutionState.QUEUED) this.#timings.queuedMs += elapsed;
+    else if (this.state === ExecutionState.RUNNING) this.#timings.runningMs += elapsed;
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/** When a record finished, as milliseconds since the epoch (for retention). */
+export function finishedAtMs(record: ExecutionRecord): number {
+  return record.finishedAt?.getTime() ?? Date.now();
+}

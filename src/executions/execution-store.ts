@@ -1,0 +1,153 @@
+import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import { invalidRequest } from "../errors/tool-runtime-error.js";
+import { resolvePageSize } from "../registry/page-token.js";
+import type { ExecutionRecord } from "./execution-record.js";
+
+/** Bounds on the records kept after their runs end. */
+export interface RetentionOptions {
+  /** Most finished records kept. Default 10,000. */
+  readonly maxRetained?: number;
+  /** Longest a finished record is kept, in milliseconds. Default 3,600,000 (one hour). */
+  readonly retentionMs?: number;
+  /** Most bytes of events kept across finished records. Default 256 MiB. */
+  readonly maxRetainedBytes?: number;
+}
+
+/** Filter and page of {@link ExecutionStore.list}. */
+export interface ListExecutionsQuery {
+  readonly toolName: string;
+  readonly state: ExecutionState;
+  readonly pageSize: number;
+  readonly pageToken: string;
+}
+
+/**
+ * The records of live runs and, within the retention bounds, of finished ones. Live runs are never
+ * evicted; finished ones leave oldest first when a bound is exceeded, and with them their
+ * idempotency keys. Memory therefore stays within the bounds however many runs go through.
+ */
+export class ExecutionStore {
+  readonly maxRetained: number;
+  readonly retentionMs: number;
+  readonly maxRetainedBytes: number;
+  readonly #records = new Map<string, ExecutionRecord>();
+  /** Finished records in the order they finished: the eviction order. */
+  readonly #finished = new Map<string, ExecutionRecord>();
+  readonly #byIdempotencyKey = new Map<string, ExecutionRecord>();
+  #finishedBytes = 0;
+  #evicted = 0;
+
+  constructor(options: RetentionOptions = {}) {
+    this.maxRetained = options.maxRetained ?? 10_000;
+    this.retentionMs = options.retentionMs ?? 3_600_000;
+    this.maxRetainedBytes = options.maxRetainedBytes ?? 256 * 1024 * 1024;
+  }
+
+  /** Records held now, live and finished. */
+  get size(): number {
+    return this.#records.size;
+  }
+
+  /** Finished records held now. */
+  get finishedCount(): number {
+    return this.#finished.size;
+  }
+
+  /** Bytes of events of the finished records held now. */
+  get finishedBytes(): number {
+    return this.#finishedBytes;
+  }
+
+  /** Records evicted so far. */
+  get evicted(): number {
+    return this.#evicted;
+  }
+
+  /** Adds the record of a new run. */
+  add(record: ExecutionRecord): void {
+    this.#records.set(record.id, record);
+    if (record.init.idempotencyKey !== "") this.#byIdempotencyKey.set(idempotencyIndex(record), record);
+  }
+
+  /** The record of that id, or undefined when unknown or evicted. */
+  get(id: string): ExecutionRecord | undefined {
+    return this.#records.get(id);
+  }
+
+  /** The retained record started by `caller` for `toolName` with that idempotency key. */
+  findByIdempotencyKey(caller: string, toolName: string, key: string): ExecutionRecord | undefined {
+    return this.#byIdempotencyKey.get(`${caller}\u0000${toolName}\u0000${key}`);
+  }
+
+  /** Records that a run ended, then evicts what the bounds no longer allow. */
+  finished(record: ExecutionRecord): void {
+    if (!this.#records.has(record.id) || this.#finished.has(record.id)) return;
+    this.#finished.set(record.id, record);
+    this.#finishedBytes += record.bytes;
+    this.evict();
+  }
+
+  /** Evicts finished records past any bound: count, bytes, then age. */
+  evict(now = Date.now()): void {
+    for (const record of this.#finished.values()) {
+      const tooMany = this.#finished.size > this.maxRetained;
+      const tooLarge = this.#finishedBytes > this.maxRetainedBytes;
+      const tooOld = now - (record.finishedAt?.getTime() ?? now) > this.retentionMs;
+      if (!tooMany && !tooLarge && !tooOld) break;
+      this.#remove(record);
+    }
+  }
+
+  /** Every live record. */
+  live(): ExecutionRecord[] {
+    return [...this.#records.values()].filter((record) => record.isLive);
+  }
+
+  /**
+   * A page of records, newest first, filtered by tool and state. Throws INVALID_ARGUMENT for an
+   * invalid page size or token.
+   */
+  list(query: ListExecutionsQuery): { records: ExecutionRecord[]; nextPageToken: string } {
+    const pageSize = resolvePageSize(query.pageSize);
+    const before = decodeToken(query.pageToken);
+    const matches = [...this.#records.values()]
+      .filter((record) => record.init.ordinal < before)
+      .filter((record) => query.toolName === "" || record.init.toolName === query.toolName)
+      .filter((record) => query.state === ExecutionState.UNSPECIFIED || record.state === query.state)
+      .sort((a, b) => b.init.ordinal - a.init.ordinal);
+    const records = matches.slice(0, pageSize);
+    const last = records.at(-1);
+    const nextPageToken = matches.length > pageSize && last ? encodeToken(last.init.ordinal) : "";
+    return { records, nextPageToken };
+  }
+
+  #remove(record: ExecutionRecord): void {
+    this.#records.delete(record.id);
+    this.#finished.delete(record.id);
+    this.#finishedBytes -= record.bytes;
+    this.#evicted += 1;
+    if (record.init.idempotencyKey !== "" && this.#byIdempotencyKey.get(idempotencyIndex(record)) === record) {
+      this.#byIdempotencyKey.delete(idempotencyIndex(record));
+    }
+  }
+}
+
+function idempotencyIndex(record: ExecutionRecord): string {
+  return `${record.init.caller}\u0000${record.init.toolName}\u0000${record.init.idempotencyKey}`;
+}
+
+const tokenPrefix = "before:";
+
+function encodeToken(ordinal: number): string {
+  return Buffer.from(`${tokenPrefix}${ordinal}`).toString("base64url");
+}
+
+function decodeToken(token: string): number {
+  if (token === "") return Number.POSITIVE_INFINITY;
+  const text = token.length <= 64 ? Buffer.from(token, "base64url").toString() : "";
+  const ordinal = Number(text.slice(tokenPrefix.length));
+  if (!text.startsWith(tokenPrefix) || !Number.isSafeInteger(ordinal)) {
+    throw invalidRequest("page_token is invalid: pass the next_page_token of a previous response, or nothing");
+  }
+  return ordinal;
+}

@@ -1,0 +1,122 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ExecutionService } from "../../gen/toolruntime/v1/execution_pb.js";
+import { ensureAllowed, isAllowed, type Action } from "../auth/permissions.js";
+import type { ExecutionRecord } from "../executions/execution-record.js";
+import { checkToolName, ensure } from "../registry/names.js";
+import type { ToolRuntime } from "../runtime.js";
+import { callerOf, traceParentKey } from "./call-context.js";
+
+/** Features this server offers, as GetCapabilities lists them. */
+const features = [
+  "detached-runs",
+  "reattach",
+  "approvals",
+  "retries",
+  "checkpoints",
+  "idempotency-keys",
+  "streamed-output",
+  "admission-control",
+];
+
+/**
+ * The ExecutionService RPCs over a runtime, written once for every transport. Starting and
+ * cancelling need `execute` on the tool (and `execute_unsafe` for unsafe tools), watching, getting
+ * and listing need `read`, deciding an approval needs `approve`.
+ */
+export function createExecutionService(
+  runtime: ToolRuntime,
+  maxMessageBytes: number,
+): ServiceImpl<typeof ExecutionService> {
+  const { runners, executions } = runtime;
+
+  /** The record of `id`, when the caller may do `action` on its tool. */
+  const recordFor = (id: string, action: Action, context: HandlerContext): ExecutionRecord => {
+    const record = executions.get(id);
+    ensureAllowed(callerOf(context), action, record.init.toolName);
+    return record;
+  };
+
+  return {
+    startExecution(request, context) {
+      ensure(checkToolName(request.toolName));
+      const caller = callerOf(context);
+      ensureAllowed(caller, "execute", request.toolName);
+      if (runners.registry.get(request.toolName)?.spec.capabilities?.unsafe) {
+        ensureAllowed(caller, "execute_unsafe", request.toolName);
+      }
+      const { record, deduplicated } = executions.start({
+        runner: runners.createPrivate(),
+        requireActive: false,
+        toolName: request.toolName,
+        inputs: request.inputs ?? {},
+        timeoutMs: request.timeoutMs,
+        options: request.options,
+        caller: caller.name,
+        traceParent: context.values.get(traceParentKey),
+      });
+      return { execution: record.toProto(), deduplicated };
+    },
+
+    async *watchExecution(request, context) {
+      const record = recordFor(request.executionId, "read", context);
+      for await (const event of executions.watch(record, Number(request.afterSequence), context.signal))
+        yield { event };
+    },
+
+    getExecution(request, context) {
+      return { execution: recordFor(request.executionId, "read", context).toProto() };
+    },
+
+    listExecutions(request, context) {
+      if (request.toolName !== "") ensure(checkToolName(request.toolName));
+      const caller = callerOf(context);
+      const page = executions.list(request);
+      return {
+        executions: page.records
+          .filter((record) => isAllowed(caller, "read", record.init.toolName))
+          .map((record) => record.toProto()),
+        nextPageToken: page.nextPageToken,
+      };
+    },
+
+    cancelExecution(request, context) {
+      const record = recordFor(request.executionId, "execute", context);
+      return { execution: executions.cancel(record.id, `cancelled by ${callerOf(context).name}`).toProto() };
+    },
+
+    approveExecution(request, context) {
+      const record = recordFor(request.executionId, "approve", context);
+      const decided = executions.decide(record.id, true, request.inputsDigest, callerOf(context).name, request.comment);
+      return { execution: decided.toProto() };
+    },
+
+    rejectExecution(request, context) {
+      const record = recordFor(request.executionId, "approve", context);
+      const decided = executions.decide(
+        record.id,
+        false,
+        request.inputsDigest,
+        callerOf(context).name,
+        request.comment,
+      );
+      return { execution: decided.toProto() };
+    },
+
+    getCapabilities() {
+      const limits = executions.limits;
+      return {
+        maxConcurrentRuns: limits.maxConcurrentRuns,
+        maxQueuedRuns: limits.maxQueuedRuns,
+        defaultQueueTimeoutMs: limits.defaultQueueTimeoutMs,
+        defaultApprovalTimeoutMs: limits.defaultApprovalTimeoutMs,
+        defaultTimeoutMs: runners.defaultTimeoutMs,
+        heartbeatIntervalMs: limits.heartbeatIntervalMs,
+        retainedExecutions: limits.retainedExecutions,
+        retentionMs: BigInt(limits.retentionMs),
+        retainedBytes: BigInt(limits.retainedBytes),
+        maxMessageBytes,
+        features,
+      };
+    },
+  };
+}
