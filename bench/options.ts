@@ -1,0 +1,79 @@
+import { parseArgs } from "node:util";
+
+/** The case numbers of the issue: 1–4 server-bound, 5–6 in-process. */
+export type CaseNumber = 1 | 2 | 3 | 4 | 5 | 6;
+
+/** How much to measure; `--full` for the long run, quick by default. */
+export interface BenchOptions {
+  readonly mode: "quick" | "full";
+  /** Rounds over which the cases are interleaved; figures are medians over rounds. */
+  readonly rounds: number;
+  /** Seconds of unmeasured load before each server-bound measurement. */
+  readonly warmupS: number;
+  /** Seconds of measured load per server-bound measurement. */
+  readonly measureS: number;
+  /** Tools the registry-scale case registers. */
+  readonly registryTools: number;
+  /** Registry sizes at which ListTools latency is measured; the first is the baseline. */
+  readonly listCheckpoints: readonly number[];
+  readonly watchers: number;
+  /** Concurrent builtin.sleep runs of the concurrency case, and how long each sleeps. */
+  readonly concurrentRuns: number;
+  readonly sleepMs: number;
+  /** The cases to run. */
+  readonly cases: ReadonlySet<CaseNumber>;
+  /** Instead of the cases: CPU-profile the toolruntime server under case 1's load. */
+  readonly profile: boolean;
+  /** Seed of the order of the cases in each round. */
+  readonly seed: number;
+}
+
+/** Usage text of `npm run bench -- --help`. */
+export const usage = `npm run bench [-- options]
+  --full          the long run: 5 rounds, 100,000 tools, 10,000 concurrent runs (quick: 3, 20,000, 2,000)
+  --rounds N      rounds to interleave the cases over
+  --cases LIST    only these cases, e.g. 1,4 (1 gRPC overhead, 2 HTTP overhead, 3 RunTool stream,
+                  4 MCP peer, 5 registry scale, 6 concurrency)
+  --profile       CPU-profile the toolruntime server under case 1's load and list where the time goes
+  --seed N        seed of the order of the cases in each round
+`;
+
+/** Reads the bench's command line. Throws on an unknown flag or a bad value. */
+export function readOptions(argv: readonly string[]): BenchOptions & { readonly help: boolean } {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      full: { type: "boolean", default: false },
+      rounds: { type: "string" },
+      cases: { type: "string", default: "1,2,3,4,5,6" },
+      profile: { type: "boolean", default: false },
+      seed: { type: "string", default: "1" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  const full = values.full;
+  const cases = new Set<CaseNumber>();
+  for (const text of values.cases.split(",")) {
+    const number = Number(text.trim());
+    if (![1, 2, 3, 4, 5, 6].includes(number)) throw new Error(`--cases: ${JSON.stringify(text)} is not a case 1–6`);
+    cases.add(number as CaseNumber);
+  }
+  const rounds = Number(values.rounds ?? (full ? 5 : 3));
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds: ${values.rounds} is not a positive integer`);
+  const registryTools = full ? 100_000 : 20_000;
+  return {
+    help: values.help,
+    mode: full ? "full" : "quick",
+    rounds,
+    warmupS: full ? 5 : 1.5,
+    measureS: full ? 5 : 1.5,
+    registryTools,
+    listCheckpoints: [1_000, 10_000, registryTools],
+    watchers: 1_000,
+    concurrentRuns: full ? 10_000 : 2_000,
+    sleepMs: 1_000,
+    cases,
+    profile: values.profile,
+    seed: Number(values.seed),
+  };
+}

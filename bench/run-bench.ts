@@ -1,0 +1,129 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { measureVariant } from "./cases/measure-variant.js";
+import { probeNoopResponse } from "./cases/probe-response.js";
+import { runConcurrency, runRegistryScale } from "./cases/run-inproc.js";
+import { wireVariants } from "./cases/wire-variants.js";
+import { ensureH2load } from "./lib/ensure-h2load.js";
+import { readOptions, usage, type BenchOptions } from "./options.js";
+import { planRounds, type Step } from "./plan-rounds.js";
+import { renderProfile } from "./profile/profile-markdown.js";
+import { profileVariant } from "./profile/profile-server.js";
+import { formatFigure } from "./report/format-number.js";
+import { inprocessRatioDefinitions } from "./report/inproc-ratio-definitions.js";
+import { renderMarkdown } from "./report/markdown.js";
+import { ratioDefinitions } from "./report/ratio-definitions.js";
+import type { RoundResults } from "./report/round-results.js";
+import { summarizeRatios, summarizeVariants } from "./report/summarize.js";
+import { writeResults } from "./report/write-results.js";
+
+const log = (line: string): void => void process.stdout.write(`${line}\n`);
+const stamp = (date: Date): string => date.toISOString().replace(/[:.]/g, "-").slice(0, 19);
+
+async function runStep(step: Step, round: RoundResults, options: BenchOptions, workDir: string, echo: Buffer) {
+  switch (step.kind) {
+    case "wire": {
+      const m = await measureVariant(step.variant, { ...options, workDir, echoResponse: echo });
+      round.wire.push(m);
+      return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${m.errors} errors`;
+    }
+    case "concurrency": {
+      const c = (round.concurrency = await runConcurrency(options));
+      return `concurrency: ${c.runs} runs, ${formatFigure(c.toolruntime.heapBytesPerRun)} B/run (bare ${formatFigure(c.bare.heapBytesPerRun)}), ELD p99 ${formatFigure(c.toolruntime.eventLoopDelayP99Ms)} ms, ${c.toolruntime.errors} errors`;
+    }
+    case "registry": {
+      const r = (round.registry = await runRegistryScale(options));
+      return `registry: ${formatFigure(r.registrationsPerSecond)} registrations/s, ${formatFigure(r.heapBytesPerTool)} B/tool, fan-out ${formatFigure(r.fanout.allReceivedMs)} ms`;
+    }
+  }
+}
+
+async function runCases(options: BenchOptions, h2load: string): Promise<void> {
+  const startedAt = new Date();
+  const began = performance.now();
+  const workDir = await mkdtemp(join(tmpdir(), "toolruntime-bench-"));
+  try {
+    const needsEcho = options.cases.has(1) || options.cases.has(2);
+    const echo = needsEcho ? await probeNoopResponse() : Buffer.alloc(0);
+    if (needsEcho) log(`ExecuteToolResponse of builtin.noop: ${echo.length} bytes; the echo baselines answer with it`);
+    const plan = planRounds(options);
+    const rounds: RoundResults[] = [];
+    for (const [index, steps] of plan.entries()) {
+      const round: RoundResults = { round: index + 1, wire: [] };
+      rounds.push(round);
+      for (const [position, step] of steps.entries()) {
+        const stepBegan = performance.now();
+        const line = await runStep(step, round, options, workDir, echo);
+        const seconds = ((performance.now() - stepBegan) / 1000).toFixed(1);
+        log(`[round ${index + 1}/${plan.length}, ${position + 1}/${steps.length}] ${line} (${seconds} s)`);
+      }
+    }
+    const variants = summarizeVariants(rounds);
+    const ratios = summarizeRatios(rounds, [...ratioDefinitions, ...inprocessRatioDefinitions(options)]);
+    const elapsedS = (performance.now() - began) / 1000;
+    const facts = {
+      mode: options.mode,
+      rounds: options.rounds,
+      startedAt: startedAt.toISOString(),
+      elapsedS,
+      node: process.version,
+      h2load,
+      cpus: `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}`,
+      warmupS: options.warmupS,
+      measureS: options.measureS,
+      concurrencyErrors: rounds.reduce(
+        (sum, r) => sum + (r.concurrency ? r.concurrency.toolruntime.errors + r.concurrency.bare.errors : 0),
+        0,
+      ),
+    };
+    const markdown = renderMarkdown(facts, variants, ratios);
+    const data = { facts, options: { ...options, cases: [...options.cases] }, ratios, variants, rounds };
+    const paths = await writeResults(`${options.mode}-${stamp(startedAt)}`, options.mode, markdown, data);
+    log(`\n${markdown}`);
+    log(`Written: ${paths.markdown} and ${paths.json}`);
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+async function runProfile(options: BenchOptions): Promise<void> {
+  const echo = await probeNoopResponse();
+  const settings = { warmupS: options.warmupS, measureS: Math.max(options.measureS, 5), echoResponse: echo };
+  const sections = [
+    "# Where the time goes: CPU profiles under case 1's load",
+    "",
+    "Self time of the server's main thread (`node --cpu-prof`) while under load (warm-up and measurement; start-up left out), idle time left out; µs/call divides by the calls served in that time.",
+    "",
+  ];
+  for (const id of ["toolruntime-grpc", "grpc-echo"] as const) {
+    const variant = wireVariants.find((v) => v.id === id);
+    if (variant) sections.push(renderProfile(await profileVariant(variant, settings)));
+  }
+  const markdown = sections.join("\n");
+  const startedAt = new Date();
+  const paths = await writeResults(`profile-${stamp(startedAt)}`, "profile", markdown, { markdown });
+  log(markdown);
+  log(`Written: ${paths.markdown}`);
+}
+
+async function main(): Promise<void> {
+  const options = readOptions(process.argv.slice(2));
+  if (options.help) {
+    process.stdout.write(usage);
+    return;
+  }
+  const needsH2load = options.profile || [1, 2, 3, 4].some((n) => options.cases.has(n as 1 | 2 | 3 | 4));
+  const h2load = needsH2load ? ensureH2load(log) : "h2load not used";
+  if (options.profile) await runProfile(options);
+  else await runCases(options, h2load);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

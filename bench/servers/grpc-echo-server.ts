@@ -1,0 +1,40 @@
+import { Server, ServerCredentials, type ServiceDefinition, type sendUnaryData } from "@grpc/grpc-js";
+import { announceReady, exitOnSignals, readServerArgs } from "./server-args.js";
+
+/**
+ * The bare @grpc/grpc-js baseline: one unary method at the path of RunnerService.ExecuteTool that
+ * answers every call with the same bytes (`--response-base64`, a real ExecuteToolResponse of the
+ * no-op tool), with no decoding, no encoding and no service logic.
+ */
+async function main(): Promise<void> {
+  const args = readServerArgs();
+  const identity = (bytes: Buffer): Buffer => bytes;
+  const definition: ServiceDefinition = {
+    ExecuteTool: {
+      path: "/toolruntime.v1.RunnerService/ExecuteTool",
+      requestStream: false,
+      responseStream: false,
+      originalName: "executeTool",
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  };
+  const server = new Server();
+  server.addService(definition, {
+    ExecuteTool: (_call: unknown, callback: sendUnaryData<Buffer>) => callback(null, args.response),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${args.host}:${args.port}`, ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
+  );
+  exitOnSignals(() => server.forceShutdown());
+  announceReady(port);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`grpc-echo-server: ${String(error)}\n`);
+  process.exit(1);
+});
