@@ -2,6 +2,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { ExecutionService } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { credentials } from "@grpc/grpc-js";
 import { createGrpcJsClient } from "./grpc-js-client.js";
@@ -11,6 +12,7 @@ export interface ClientStack {
   readonly name: string;
   readonly registry: Client<typeof RegistryService>;
   readonly runner: Client<typeof RunnerService>;
+  readonly executions: Client<typeof ExecutionService>;
   close(): void;
 }
 
@@ -39,13 +41,16 @@ export function createClientStack(
       : credentials.createInsecure();
     const registry = createGrpcJsClient(RegistryService, server.grpcAddress, channel);
     const runner = createGrpcJsClient(RunnerService, server.grpcAddress, channel);
+    const executions = createGrpcJsClient(ExecutionService, server.grpcAddress, channel);
     return {
       name,
       registry: registry.client,
       runner: runner.client,
+      executions: executions.client,
       close: () => {
         registry.close();
         runner.close();
+        executions.close();
       },
     };
   }
@@ -60,6 +65,7 @@ export function createClientStack(
     name,
     registry: createClient(RegistryService, transport),
     runner: createClient(RunnerService, transport),
+    executions: createClient(ExecutionService, transport),
     close: () => undefined,
   };
 }

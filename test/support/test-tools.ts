@@ -7,6 +7,12 @@ import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
  */
 export const testToolEvents = new EventEmitter();
 
+/** Attempts seen by test.flaky, by execution id. */
+const flakyAttempts = new Map<string, number>();
+
+/** The state test.checkpointed changes and rolls back; tests read and set it. */
+export const checkpointedState = { counter: 0, breakRollback: false };
+
 /**
  * Tools that misbehave on purpose, in the "test" namespace: each exercises one way a handler can go
  * wrong. `test.bad_output` returns what its "kind" input names.
@@ -101,6 +107,65 @@ export const testTools: readonly DefinedTool[] = [
           },
           { once: true },
         );
+      }),
+  }),
+  defineTool({
+    name: "test.flaky",
+    description: "Idempotent; fails its first inputs.fail_times attempts of each run, then returns {attempts}.",
+    capabilities: { idempotent: true },
+    handler: (inputs, context) => {
+      const seen = (flakyAttempts.get(context.executionId) ?? 0) + 1;
+      flakyAttempts.set(context.executionId, seen);
+      if (seen <= Number(inputs["fail_times"] ?? 0)) throw new Error(`attempt ${seen} fails on purpose`);
+      return { attempts: seen };
+    },
+  }),
+  defineTool({
+    name: "test.checkpointed",
+    description: "Checkpointable: adds inputs.add to a counter, then fails when inputs.fail is true.",
+    capabilities: { checkpointable: true, writes: true },
+    hooks: {
+      checkpoint: () => ({ counter: checkpointedState.counter }),
+      rollback: (checkpoint) => {
+        if (checkpointedState.breakRollback) throw new Error("the backup is gone");
+        checkpointedState.counter = (checkpoint as { counter: number }).counter;
+      },
+    },
+    handler: (inputs) => {
+      checkpointedState.counter += Number(inputs["add"] ?? 1);
+      if (inputs["fail"] === true) throw new Error("failed after writing");
+      return { counter: checkpointedState.counter };
+    },
+  }),
+  defineTool({
+    name: "test.approval",
+    description: "Needs a human's approval; returns {done: true}.",
+    capabilities: { humanApprovalRequired: true, writes: true },
+    handler: () => ({ done: true }),
+  }),
+  defineTool({
+    name: "test.streaming",
+    description: "Writes two log lines and emits two output chunks, then returns {chunks: 2}.",
+    handler: (_inputs, context) => {
+      context.log("info", "starting");
+      context.emitOutput({ part: 1 });
+      context.emitOutput("second");
+      context.log("warn", "almost done");
+      return { chunks: 2 };
+    },
+  }),
+  defineTool({
+    name: "test.bounded",
+    description: "At most 1 run at a time and 1,000 ms per run; waits inputs.ms or until cancelled.",
+    maxConcurrency: 1,
+    maxTimeoutMs: 1000,
+    handler: (inputs, context) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => resolve({}), Number(inputs["ms"] ?? 0));
+        context.signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject(new Error("aborted"));
+        });
       }),
   }),
   defineTool({
