@@ -1,0 +1,249 @@
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { expect } from "chai";
+import { ExecutionOptionsSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import type { ExecutionManagerOptions } from "../../src/executions/execution-manager.js";
+import type { ExecutionRecord } from "../../src/executions/execution-record.js";
+import { isToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
+import { createToolRuntime, type ToolRuntime } from "../../src/runtime.js";
+import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
+
+/** A promise with its resolve function, to decide exactly when a handler returns. */
+function deferred<T>() {
+  let resolve: (value: T) => void = () => undefined;
+  const promise = new Promise<T>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
+
+/** A runtime with `tools` and execution options, and a way to start runs in it. */
+function harness(tools: DefinedTool[], options: ExecutionManagerOptions = {}) {
+  const runtime: ToolRuntime = createToolRuntime({ tools, executions: options });
+  const start = (
+    toolName: string,
+    inputs: JsonObject = {},
+    runOptions: MessageInitShape<typeof ExecutionOptionsSchema> = {},
+  ) =>
+    runtime.executions.start({
+      runner: runtime.runners.createPrivate(),
+      requireActive: false,
+      toolName,
+      inputs,
+      timeoutMs: 0,
+      options: create(ExecutionOptionsSchema, runOptions),
+      caller: "tester",
+    }).record;
+  return { runtime, start, close: () => runtime.close() };
+}
+
+const completedEvents = (record: ExecutionRecord) => record.events.filter((event) => event.event.case === "completed");
+
+/** Waits until the record has an event of `kind`, without sleeping. */
+async function until(record: ExecutionRecord, kind: string): Promise<void> {
+  while (!record.events.some((event) => event.event.case === kind)) {
+    if (!record.isLive) throw new Error(`run ended without a ${kind} event`);
+    await record.changed();
+  }
+}
+
+describe("ExecutionManager races", () => {
+  it("decides cancel against completion once: one outcome, one COMPLETED, a consistent state", async () => {
+    const gate = { current: deferred<JsonObject>() };
+    const { start, runtime, close } = harness([defineTool({ name: "race.gate", handler: () => gate.current.promise })]);
+    const outcomes = new Set<ExecutionState>();
+    for (let round = 0; round < 50; round++) {
+      gate.current = deferred<JsonObject>();
+      const record = start("race.gate");
+      await until(record, "executionStarted");
+      // Completion and cancellation arrive in the same turn; which wins depends on the order.
+      if (round % 2 === 0) {
+        gate.current.resolve({ round });
+        runtime.executions.cancel(record.id, "race");
+      } else {
+        runtime.executions.cancel(record.id, "race");
+        gate.current.resolve({ round });
+      }
+      const result = await record.done;
+      outcomes.add(record.state);
+      expect(completedEvents(record)).to.have.length(1);
+      expect(record.state).to.equal(result.success ? ExecutionState.SUCCEEDED : ExecutionState.CANCELLED);
+      if (record.state === ExecutionState.SUCCEEDED) {
+        expect(() => runtime.executions.cancel(record.id, "late")).to.throw("already finished");
+      } else {
+        expect(runtime.executions.cancel(record.id, "again").state).to.equal(ExecutionState.CANCELLED);
+      }
+    }
+    expect(outcomes.size).to.be.at.least(1);
+    close();
+  });
+
+  it("lets exactly one of an approval and the approval timeout decide", async () => {
+    const { start, runtime, close } = harness([
+      defineTool({ name: "race.approve", capabilities: { humanApprovalRequired: true }, handler: () => ({}) }),
+    ]);
+    for (let round = 0; round < 20; round++) {
+      const record = start("race.approve", {}, { approvalTimeoutMs: 1 });
+      await until(record, "awaitingApproval");
+      let approvedByCall = false;
+      await new Promise<void>((resolve) =>
+        setTimeout(() => {
+          try {
+            runtime.executions.decide(record.id, true, record.init.inputsDigest, "alice", "");
+            approvedByCall = true;
+          } catch (error) {
+            expect(isToolRuntimeError(error) && error.code).to.equal("FAILED_PRECONDITION");
+          }
+          resolve();
+        }, 1),
+      );
+      const result = await record.done;
+      expect(result.success).to.equal(approvedByCall);
+      expect(result.error?.errorType ?? "").to.equal(approvedByCall ? "" : "ApprovalTimeoutError");
+      expect(record.decision?.decidedBy).to.equal(approvedByCall ? "alice" : "(timeout)");
+    }
+    close();
+  });
+
+  it("accepts one of two approvals and refuses the second", async () => {
+    const { start, runtime, close } = harness([
+      defineTool({ name: "race.twice", capabilities: { humanApprovalRequired: true }, handler: () => ({ ran: true }) }),
+    ]);
+    const record = start("race.twice");
+    await until(record, "awaitingApproval");
+    runtime.executions.decide(record.id, true, record.init.inputsDigest, "alice", "");
+    expect(() => runtime.executions.decide(record.id, false, record.init.inputsDigest, "bob", "")).to.throw(
+      "already decided",
+    );
+    const result = await record.done;
+    expect(result.success).to.equal(true);
+    expect(record.decision?.decidedBy).to.equal("alice");
+    close();
+  });
+
+  it("gives a watcher that reattaches while the run finishes every remaining event exactly once", async () => {
+    const gate = deferred<JsonObject>();
+    const { start, runtime, close } = harness([defineTool({ name: "race.reattach", handler: () => gate.promise })]);
+    const record = start("race.reattach");
+    await until(record, "executionStarted");
+    const seen = record.lastSequence;
+    const watcher = runtime.executions.watch(record, seen, new AbortController().signal);
+    gate.resolve({ done: true });
+    const rest = [];
+    for await (const event of watcher) rest.push(event);
+    expect(rest.map((event) => Number(event.sequence))).to.deep.equal(
+      Array.from({ length: record.lastSequence - seen }, (_, index) => seen + index + 1),
+    );
+    expect(rest.at(-1)?.event.case).to.equal("completed");
+    close();
+  });
+
+  it("stops a run cancelled while it waits to retry, without another attempt", async () => {
+    let attempts = 0;
+    const { start, runtime, close } = harness([
+      defineTool({
+        name: "race.retry",
+        capabilities: { idempotent: true },
+        handler: () => {
+          attempts += 1;
+          throw new Error("always");
+        },
+      }),
+    ]);
+    const record = start(
+      "race.retry",
+      {},
+      { retryPolicy: { maxAttempts: 5, initialBackoffMs: 60_000, maxBackoffMs: 60_000 } },
+    );
+    await until(record, "retryScheduled");
+    runtime.executions.cancel(record.id, "enough");
+    const result = await record.done;
+    expect(result.error?.errorType).to.equal("CancelledError");
+    expect(result.error?.details).to.contain("while waiting to retry");
+    expect(attempts).to.equal(1);
+    expect(record.attempts).to.equal(1);
+    close();
+  });
+
+  it("cancels every live run on shutdown: running, queued and awaiting approval", async () => {
+    const { start, runtime, close } = harness(
+      [
+        defineTool({
+          name: "race.hold",
+          handler: (_inputs, context) =>
+            new Promise((_resolve, reject) =>
+              context.signal.addEventListener("abort", () => reject(new Error("stop"))),
+            ),
+        }),
+        defineTool({ name: "race.ask", capabilities: { humanApprovalRequired: true }, handler: () => ({}) }),
+      ],
+      { maxConcurrent: 1 },
+    );
+    const running = start("race.hold");
+    const queued = start("race.hold");
+    const asking = start("race.ask");
+    await until(running, "executionStarted");
+    await until(queued, "queued");
+    await until(asking, "awaitingApproval");
+    runtime.executions.cancelAll("the server is shutting down");
+    const results = await Promise.all([running.done, queued.done, asking.done]);
+    for (const result of results) {
+      expect(result.error?.errorType).to.equal("CancelledError");
+      expect(result.error?.details).to.contain("the server is shutting down");
+    }
+    expect(runtime.executions.admission.running).to.equal(0);
+    expect(runtime.executions.admission.queued).to.equal(0);
+    close();
+  });
+});
+
+describe("ExecutionManager under load", () => {
+  it("completes 2,000 concurrent runs under a limit of 50, none lost or duplicated, the queue within bound", async () => {
+    let running = 0;
+    let maxRunning = 0;
+    const { start, runtime, close } = harness(
+      [
+        defineTool({
+          name: "load.slow",
+          handler: async (inputs) => {
+            running += 1;
+            maxRunning = Math.max(maxRunning, running);
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            running -= 1;
+            return { n: inputs["n"] ?? null };
+          },
+        }),
+      ],
+      { maxConcurrent: 50, maxQueued: 2000 },
+    );
+    const records = Array.from({ length: 2000 }, (_, n) => start("load.slow", { n }));
+    const results = await Promise.all(records.map((record) => record.done));
+    expect(new Set(records.map((record) => record.id)).size).to.equal(2000);
+    expect(results.every((result) => result.success)).to.equal(true);
+    expect(results.map((result) => (result.output as { n: number }).n)).to.deep.equal(
+      Array.from({ length: 2000 }, (_, n) => n),
+    );
+    expect(records.every((record) => completedEvents(record).length === 1)).to.equal(true);
+    expect(maxRunning).to.be.at.most(50);
+    expect(runtime.executions.admission.maxQueuedSeen).to.be.within(1, 2000);
+    expect(runtime.executions.admission.running).to.equal(0);
+    close();
+  });
+
+  it("keeps finished records within the count and byte bounds, and reports evicted ones as NOT_FOUND", async () => {
+    const { start, runtime, close } = harness([defineTool({ name: "load.quick", handler: () => ({ ok: true }) })], {
+      maxRetained: 200,
+      maxRetainedBytes: 100_000,
+    });
+    const ids: string[] = [];
+    for (let batch = 0; batch < 20; batch++) {
+      const records = Array.from({ length: 100 }, () => start("load.quick"));
+      await Promise.all(records.map((record) => record.done));
+      ids.push(...records.map((record) => record.id));
+    }
+    const store = runtime.executions.store;
+    expect(store.finishedCount).to.be.at.most(200);
+    expect(store.finishedBytes).to.be.at.most(100_000);
+    expect(store.evicted).to.equal(2000 - store.finishedCount);
+    expect(() => runtime.executions.get(ids[0] as string)).to.throw("unknown or no longer retained");
+    expect(runtime.executions.get(ids.at(-1) as string).state).to.equal(ExecutionState.SUCCEEDED);
+    close();
+  });
+});
