@@ -1,0 +1,404 @@
+"""A real grpcio client of toolruntime's ExecutionService, driven by test/wire/python-executions.test.ts.
+
+Usage: /usr/bin/python3 executions_client.py STUBS_DIR HOST:PORT SCENARIO [PARAMS_JSON]
+
+STUBS_DIR holds the modules that grpc_tools.protoc generated from proto/toolruntime/v1/*.proto and
+test/python/rpc_status.proto. PARAMS_JSON, when given, is a JSON object of the scenario's parameters
+(for example the id of a run an earlier scenario started). The script runs one scenario against the
+gRPC port and prints ONE JSON object on stdout with what it observed: status codes by name,
+messages, the ToolError decoded from the `grpc-status-details-bin` trailer, records, events. It
+asserts nothing itself: the mocha test does. A scenario that cannot run at all (a crash, an
+unexpected status where the scenario needs a response to go on) exits non-zero with a traceback on
+stderr.
+"""
+
+import json
+import sys
+import time
+import uuid
+
+if len(sys.argv) not in (4, 5):
+    sys.exit("usage: executions_client.py STUBS_DIR HOST:PORT SCENARIO [PARAMS_JSON]")
+STUBS_DIR, ADDRESS, SCENARIO = sys.argv[1:4]
+PARAMS = json.loads(sys.argv[4]) if len(sys.argv) == 5 else {}
+sys.path.insert(0, STUBS_DIR)
+
+import grpc  # noqa: E402
+from google.protobuf import json_format, struct_pb2  # noqa: E402
+
+import rpc_status_pb2  # noqa: E402
+from toolruntime.v1 import execution_pb2, execution_pb2_grpc  # noqa: E402
+from toolruntime.v1 import tool_pb2  # noqa: E402
+
+# Deadline of every call, in seconds: a hung server fails the scenario instead of hanging it.
+TIMEOUT = 10.0
+DETAILS_KEY = "grpc-status-details-bin"
+TOOL_ERROR_TYPE = "toolruntime.v1.ToolError"
+STATES = execution_pb2.ExecutionState
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers: conversions, and one place that turns an RpcError into what the tests check.
+
+
+def to_struct(value):
+    struct = struct_pb2.Struct()
+    struct.update(value)
+    return struct
+
+
+def struct_json(struct):
+    return json_format.MessageToDict(struct)
+
+
+def tool_error_json(error):
+    return {"tool_name": error.tool_name, "error_type": error.error_type, "details": error.details}
+
+
+def result_json(result):
+    return {
+        "success": result.success,
+        "output": struct_json(result.output),
+        "error": tool_error_json(result.error) if result.HasField("error") else None,
+        "duration_ms": result.duration_ms,
+        "metadata": struct_json(result.metadata),
+    }
+
+
+def execution_json(execution):
+    return {
+        "execution_id": execution.execution_id,
+        "tool_name": execution.tool_name,
+        "runner": execution.runner,
+        "state": STATES.Name(execution.state),
+        "inputs_digest": execution.inputs_digest,
+        "caller": execution.caller,
+        "has_finished_at": execution.HasField("finished_at"),
+        "attempts": execution.attempts,
+        "result": result_json(execution.result) if execution.HasField("result") else None,
+        "idempotency_key": execution.idempotency_key,
+        "last_sequence": execution.last_sequence,
+    }
+
+
+def error_json(err):
+    """What a failed call showed: its code and message, and the status decoded from the trailer."""
+    code = err.code()
+    observed = {
+        "ok": False,
+        "code": code.name,
+        "code_number": code.value[0],
+        "message": err.details(),
+        "status": None,
+        "tool_error": None,
+    }
+    for key, value in err.trailing_metadata() or ():
+        if key != DETAILS_KEY:
+            continue
+        status = rpc_status_pb2.RpcStatus.FromString(value)
+        observed["status"] = {
+            "code": status.code,
+            "message": status.message,
+            "detail_types": [detail.type_url for detail in status.details],
+        }
+        for detail in status.details:
+            if detail.type_url.endswith("/" + TOOL_ERROR_TYPE):
+                observed["tool_error"] = tool_error_json(tool_pb2.ToolError.FromString(detail.value))
+    return observed
+
+
+def call(method, request):
+    """(response, None) when the unary call succeeds, (None, error_json) when it fails."""
+    try:
+        return method(request, timeout=TIMEOUT), None
+    except grpc.RpcError as err:
+        return None, error_json(err)
+
+
+def must(method, request):
+    """The response of a unary call that the scenario needs to go on; raises when it fails."""
+    response, error = call(method, request)
+    if error is not None:
+        raise RuntimeError(f"{method} failed: {json.dumps(error)}")
+    return response
+
+
+def event_kind(event):
+    return event.WhichOneof("event")
+
+
+def event_json(event):
+    kind = event_kind(event)
+    observed = {"sequence": event.sequence, "kind": kind, "execution_id": event.execution_id}
+    if kind == "progress":
+        observed["fraction"] = event.progress.fraction.value if event.progress.HasField("fraction") else None
+        observed["message"] = event.progress.message
+    elif kind == "completed":
+        observed["result"] = result_json(event.completed.result)
+    elif kind == "execution_started":
+        observed["attempt"] = event.execution_started.attempt
+    elif kind == "execution_finished":
+        observed["success"] = event.execution_finished.success
+        observed["attempt"] = event.execution_finished.attempt
+        finished = event.execution_finished
+        observed["error"] = tool_error_json(finished.error) if finished.HasField("error") else None
+    elif kind == "deactivated":
+        observed["was_active"] = event.deactivated.was_active
+    elif kind == "discovered":
+        observed["tool_name"] = event.discovered.spec.name
+    elif kind == "activated":
+        observed["tool_name"] = event.activated.tool_name
+    return observed
+
+
+def collect_watch(stream):
+    """Every event of a WatchExecution stream, and the error that ended it (None when it ended OK)."""
+    events = []
+    try:
+        for response in stream:
+            events.append(event_json(response.event))
+    except grpc.RpcError as err:
+        return events, error_json(err)
+    return events, None
+
+
+def start_request(tool_name, inputs, **options):
+    return execution_pb2.StartExecutionRequest(
+        tool_name=tool_name,
+        inputs=to_struct(inputs),
+        options=execution_pb2.ExecutionOptions(**options) if options else None,
+    )
+
+
+class Client:
+    def __init__(self, channel):
+        self.executions = execution_pb2_grpc.ExecutionServiceStub(channel)
+
+    def start(self, tool_name, inputs, **options):
+        return must(self.executions.StartExecution, start_request(tool_name, inputs, **options))
+
+    def get(self, execution_id):
+        return call(self.executions.GetExecution, execution_pb2.GetExecutionRequest(execution_id=execution_id))
+
+    def cancel(self, execution_id):
+        return call(
+            self.executions.CancelExecution, execution_pb2.CancelExecutionRequest(execution_id=execution_id)
+        )
+
+    def watch(self, execution_id, after_sequence=0):
+        return self.executions.WatchExecution(
+            execution_pb2.WatchExecutionRequest(execution_id=execution_id, after_sequence=after_sequence),
+            timeout=TIMEOUT,
+        )
+
+    def watch_all(self, execution_id, after_sequence=0):
+        return collect_watch(self.watch(execution_id, after_sequence))
+
+
+def maybe_execution(response, error, field="execution"):
+    """The record of an OK call as JSON, or the error of a failed one."""
+    return execution_json(getattr(response, field)) if error is None else error
+
+
+def new_channel():
+    channel = grpc.insecure_channel(ADDRESS)
+    grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
+    return channel
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios: each takes a Client (on a channel that main opens) and returns the JSON to print.
+
+# Seconds the client stays away between dropping its connection and reattaching.
+DETACHED_GAP_S = 0.3
+# Progress events the first watch reads before it drops its connection.
+PROGRESS_BEFORE_DROP = 2
+
+
+def reattach(_client):
+    """Start a countdown, watch part of it, drop the connection, reattach on a new one."""
+    first_channel = new_channel()
+    first = Client(first_channel)
+    started = first.start("builtin.countdown", {"from": 6, "interval_ms": 150})
+    execution_id = started.execution.execution_id
+
+    stream = first.watch(execution_id, 0)
+    first_events, first_error = [], None
+    try:
+        progress = 0
+        for response in stream:
+            first_events.append(event_json(response.event))
+            if event_kind(response.event) == "progress":
+                progress += 1
+                if progress == PROGRESS_BEFORE_DROP:
+                    break
+    except grpc.RpcError as err:
+        first_error = error_json(err)
+    last_seen = first_events[-1]["sequence"] if first_events else 0
+    # Drop everything: the stream, then the whole channel (its connection).
+    stream.cancel()
+    first_cancel_code = stream.code().name if stream.code() is not None else None
+    first_channel.close()
+
+    time.sleep(DETACHED_GAP_S)
+
+    with new_channel() as second_channel:
+        second = Client(second_channel)
+        at_reattach, at_reattach_error = second.get(execution_id)
+        second_events, second_error = second.watch_all(execution_id, last_seen)
+        final, final_error = second.get(execution_id)
+    return {
+        "execution_id": execution_id,
+        "started": execution_json(started.execution),
+        "deduplicated": started.deduplicated,
+        "first_events": first_events,
+        "first_error": first_error,
+        "first_cancel_code": first_cancel_code,
+        "last_seen": last_seen,
+        "at_reattach": maybe_execution(at_reattach, at_reattach_error),
+        "second_events": second_events,
+        "second_error": second_error,
+        "final": maybe_execution(final, final_error),
+    }
+
+
+def watch_unknown(client):
+    execution_id = str(uuid.uuid4())
+    events, error = client.watch_all(execution_id, 0)
+    _, get_error = client.get(execution_id)
+    return {"execution_id": execution_id, "events": events, "error": error, "get_error": get_error}
+
+
+def cancel(client):
+    started = client.start("builtin.sleep", {"ms": 60000})
+    execution_id = started.execution.execution_id
+    began = time.monotonic()
+    cancelled, cancel_error = client.cancel(execution_id)
+    events, watch_error = client.watch_all(execution_id, 0)
+    elapsed_ms = (time.monotonic() - began) * 1000
+    got, get_error = client.get(execution_id)
+    again, again_error = client.cancel(execution_id)
+
+    echo = client.start("builtin.echo", {"finished": True})
+    echo_id = echo.execution.execution_id
+    echo_events, echo_watch_error = client.watch_all(echo_id, 0)
+    echo_got, echo_get_error = client.get(echo_id)
+    _, cancel_finished = client.cancel(echo_id)
+    echo_after, echo_after_error = client.get(echo_id)
+    return {
+        "execution_id": execution_id,
+        "started": execution_json(started.execution),
+        "cancel": maybe_execution(cancelled, cancel_error),
+        "events": events,
+        "watch_error": watch_error,
+        "elapsed_ms": elapsed_ms,
+        "got": maybe_execution(got, get_error),
+        "cancel_again": maybe_execution(again, again_error),
+        "echo_id": echo_id,
+        "echo_events": echo_events,
+        "echo_watch_error": echo_watch_error,
+        "echo_got": maybe_execution(echo_got, echo_get_error),
+        "cancel_finished": cancel_finished,
+        "echo_after": maybe_execution(echo_after, echo_after_error),
+    }
+
+
+def idempotency_key(client):
+    key = f"key-{uuid.uuid4().hex}"
+    inputs = {"order": 17, "items": ["a", "b"]}
+    first = client.start("builtin.echo", inputs, idempotency_key=key)
+    second = client.start("builtin.echo", inputs, idempotency_key=key)
+    # The same inputs with the keys of its object in another order: the same canonical JSON.
+    reordered = client.start("builtin.echo", {"items": ["a", "b"], "order": 17}, idempotency_key=key)
+    _, other_inputs = call(
+        client.executions.StartExecution, start_request("builtin.echo", {"order": 18}, idempotency_key=key)
+    )
+    other_key = client.start("builtin.echo", inputs, idempotency_key=f"{key}-other")
+    return {
+        "key": key,
+        "first": {"execution": execution_json(first.execution), "deduplicated": first.deduplicated},
+        "second": {"execution": execution_json(second.execution), "deduplicated": second.deduplicated},
+        "reordered": {"execution": execution_json(reordered.execution), "deduplicated": reordered.deduplicated},
+        "other_inputs": other_inputs,
+        "other_key": {"execution": execution_json(other_key.execution), "deduplicated": other_key.deduplicated},
+    }
+
+
+def retry_not_idempotent(client):
+    policy = execution_pb2.RetryPolicy(max_attempts=3)
+    response, error = call(
+        client.executions.StartExecution, start_request("test.throw_string", {}, retry_policy=policy)
+    )
+    # The same policy on an idempotent tool is accepted.
+    accepted, accepted_error = call(
+        client.executions.StartExecution, start_request("builtin.echo", {}, retry_policy=policy)
+    )
+    return {
+        "started": execution_json(response.execution) if response is not None else None,
+        "error": error,
+        "idempotent_started": maybe_execution(accepted, accepted_error),
+    }
+
+
+def capabilities(client):
+    response = must(client.executions.GetCapabilities, execution_pb2.GetCapabilitiesRequest())
+    return {
+        "max_concurrent_runs": response.max_concurrent_runs,
+        "max_queued_runs": response.max_queued_runs,
+        "default_queue_timeout_ms": response.default_queue_timeout_ms,
+        "default_approval_timeout_ms": response.default_approval_timeout_ms,
+        "default_timeout_ms": response.default_timeout_ms,
+        "heartbeat_interval_ms": response.heartbeat_interval_ms,
+        "retained_executions": response.retained_executions,
+        "retention_ms": response.retention_ms,
+        "retained_bytes": response.retained_bytes,
+        "max_message_bytes": response.max_message_bytes,
+        "features": list(response.features),
+    }
+
+
+def list_executions(client):
+    def listed(**fields):
+        response, error = call(client.executions.ListExecutions, execution_pb2.ListExecutionsRequest(**fields))
+        if error is not None:
+            return {"error": error}
+        return {
+            "executions": [execution_json(execution) for execution in response.executions],
+            "next_page_token": response.next_page_token,
+        }
+
+    return {
+        "execution_id": PARAMS.get("execution_id"),
+        "by_tool": listed(tool_name="builtin.countdown"),
+        "succeeded": listed(tool_name="builtin.countdown", state=STATES.EXECUTION_STATE_SUCCEEDED),
+        "cancelled": listed(tool_name="builtin.countdown", state=STATES.EXECUTION_STATE_CANCELLED),
+        "other_tool": listed(tool_name="builtin.echo"),
+    }
+
+
+SCENARIOS = {
+    scenario.__name__: scenario
+    for scenario in [
+        reattach,
+        watch_unknown,
+        cancel,
+        idempotency_key,
+        retry_not_idempotent,
+        capabilities,
+        list_executions,
+    ]
+}
+
+
+def main():
+    scenario = SCENARIOS.get(SCENARIO)
+    if scenario is None:
+        sys.exit(f"unknown scenario {SCENARIO!r}: use one of {', '.join(SCENARIOS)}")
+    with new_channel() as channel:
+        observed = scenario(Client(channel))
+    # allow_nan=False: what the script prints must be JSON that JSON.parse accepts.
+    print(json.dumps(observed, allow_nan=False))
+
+
+if __name__ == "__main__":
+    main()
