@@ -14,6 +14,15 @@ export interface ServerConfig {
   readonly connection: ConnectionOptions;
   readonly defaultTimeoutMs: number;
   readonly shutdownGraceMs: number;
+  readonly executions: {
+    readonly maxConcurrent: number;
+    readonly maxQueued: number;
+    readonly defaultQueueTimeoutMs: number;
+    readonly defaultApprovalTimeoutMs: number;
+    readonly maxRetained: number;
+    readonly retentionMs: number;
+    readonly maxRetainedBytes: number;
+  };
   readonly toolModules: readonly string[];
   readonly builtinTools: boolean;
   readonly logLevel: string;
@@ -138,6 +147,69 @@ const options: readonly OptionSpec[] = [
     min: 1,
     max: day,
     text: "run timeout when neither call nor tool sets one",
+  },
+  {
+    key: "maxConcurrentRuns",
+    flag: "max-concurrent-runs",
+    kind: "integer",
+    fallback: 256,
+    min: 1,
+    max: 1_000_000,
+    text: "most runs executing at once, all tools together",
+  },
+  {
+    key: "maxQueuedRuns",
+    flag: "max-queued-runs",
+    kind: "integer",
+    fallback: 10_000,
+    min: 0,
+    max: 10_000_000,
+    text: "most runs waiting for a slot; beyond it starting a run is RESOURCE_EXHAUSTED",
+  },
+  {
+    key: "defaultQueueTimeoutMs",
+    flag: "default-queue-timeout-ms",
+    kind: "integer",
+    fallback: 60_000,
+    min: 1,
+    max: day,
+    text: "longest wait for a slot when a call sets none",
+  },
+  {
+    key: "defaultApprovalTimeoutMs",
+    flag: "default-approval-timeout-ms",
+    kind: "integer",
+    fallback: 300_000,
+    min: 1,
+    max: day,
+    text: "longest wait for a human decision when a call sets none",
+  },
+  {
+    key: "retainedExecutions",
+    flag: "retained-executions",
+    kind: "integer",
+    fallback: 10_000,
+    min: 0,
+    max: 10_000_000,
+    text: "most finished run records kept for GetExecution and WatchExecution",
+  },
+  {
+    key: "retentionMs",
+    flag: "retention-ms",
+    kind: "integer",
+    fallback: 3_600_000,
+    min: 0,
+    max: 7 * day,
+    text: "longest a finished run record is kept",
+  },
+  {
+    key: "retainedBytes",
+    flag: "retained-bytes",
+    kind: "integer",
+    fallback: 256 * 1024 * 1024,
+    min: 0,
+    max: 64 * 1024 ** 3,
+    text: "most bytes of finished run records (with their events) kept",
   },
   {
     key: "shutdownGraceMs",
@@ -397,6 +469,15 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     },
     defaultTimeoutMs: get("defaultTimeoutMs") as number,
     shutdownGraceMs: get("shutdownGraceMs") as number,
+    executions: {
+      maxConcurrent: get("maxConcurrentRuns") as number,
+      maxQueued: get("maxQueuedRuns") as number,
+      defaultQueueTimeoutMs: get("defaultQueueTimeoutMs") as number,
+      defaultApprovalTimeoutMs: get("defaultApprovalTimeoutMs") as number,
+      maxRetained: get("retainedExecutions") as number,
+      retentionMs: get("retentionMs") as number,
+      maxRetainedBytes: get("retainedBytes") as number,
+    },
     toolModules: get("tools") as string[],
     builtinTools: !(get("noBuiltinTools") as boolean),
     logLevel,

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     httpPort: config.httpPort,
     connection: config.connection,
     runners: { defaultTimeoutMs: config.defaultTimeoutMs },
+    executions: { ...config.executions, logger },
     tools,
     logger,
     ...(auditLogger ? { auditLogger } : {}),

@@ -236,7 +236,8 @@ export class ExecutionManager {
    * when `signal` aborts. The record must come from {@link get}.
    */
   async *watch(record: ExecutionRecord, afterSequence: number, signal: AbortSignal): AsyncGenerator<RunEvent> {
-    let next = Math.max(0, Math.min(afterSequence, record.events.length));
+    // Not clamped: a sequence number beyond the latest means "only what comes after it".
+    let next = Math.max(0, afterSequence);
     const stopped = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     while (!signal.aborted) {
       while (next < record.events.length) yield record.events[next++] as RunEvent;

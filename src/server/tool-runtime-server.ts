@@ -105,7 +105,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const logger = options.logger ?? pino();
   const tracing = createTracing(options.tracing);
   // The registry-size gauge reads the runtime's registries at each scrape, after both exist.
-  const metrics = createServerMetrics(() => runtime.registries.all());
+  const metrics = createServerMetrics(
+    () => runtime.registries.all(),
+    () => runtime.executions.admission,
+  );
   const runtime: ToolRuntime = createToolRuntime({
     ...options,
     runners: {

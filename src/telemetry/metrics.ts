@@ -26,9 +26,13 @@ export function codeName(code: number): string {
  * - `rpc_requests_total{service,method,protocol,code}` and `rpc_duration_seconds{service,method,protocol}`;
  * - `executions_total{tool,outcome}` (outcome: "success" or the error type),
  *   `execution_duration_seconds{tool}`, `executions_in_flight`;
+ * - `executions_queued`, read from `admission()` at each scrape;
  * - `registry_tools{registry}`, read from `listRegistries()` at each scrape.
  */
-export function createServerMetrics(listRegistries: () => readonly ToolRegistry[]): ServerMetrics {
+export function createServerMetrics(
+  listRegistries: () => readonly ToolRegistry[],
+  admission: () => { readonly queued: number; readonly running: number },
+): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({
@@ -61,6 +65,14 @@ export function createServerMetrics(listRegistries: () => readonly ToolRegistry[
     name: "toolruntime_executions_in_flight",
     help: "Tool executions running now.",
     registers: [registry],
+  });
+  new Gauge({
+    name: "toolruntime_executions_queued",
+    help: "Runs waiting for an admission slot.",
+    registers: [registry],
+    collect() {
+      this.set(admission().queued);
+    },
   });
   new Gauge({
     name: "toolruntime_registry_tools",

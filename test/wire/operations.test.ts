@@ -172,6 +172,7 @@ describe("Operations: health, reflection, metrics, traces, logs, connection limi
     expect(text).to.match(/toolruntime_executions_total\{tool="builtin\.echo",outcome="success"\} [1-9]/);
     expect(text).to.match(/toolruntime_registry_tools\{registry="default"\} [1-9]/);
     expect(text).to.contain("toolruntime_executions_in_flight 0");
+    expect(text).to.contain("toolruntime_executions_queued 0");
     expect(text).to.contain("toolruntime_execution_duration_seconds_bucket");
   });
 
