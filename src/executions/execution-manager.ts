@@ -131,11 +131,10 @@ export class ExecutionManager {
         name,
       );
     }
-    const digest = inputsDigest(request.inputs);
     if (key !== "") {
       const earlier = this.store.findByIdempotencyKey(request.caller, name, key);
       if (earlier) {
-        if (earlier.init.inputsDigest !== digest) {
+        if (earlier.inputsDigest !== inputsDigest(request.inputs)) {
           throw invalidRequest(
             `idempotency_key ${quote(key)} was used for run ${quote(earlier.id)} of ${quote(name)} with other inputs: use a new key for new inputs`,
             name,
@@ -153,7 +152,7 @@ export class ExecutionManager {
       toolName: name,
       runnerName: request.runner.name,
       caller: request.caller,
-      inputsDigest: digest,
+      inputs: request.inputs,
       writes: spec.capabilities?.writes ?? false,
       idempotencyKey: key,
       eventLimits: this.#eventLimits,
@@ -208,7 +207,7 @@ export class ExecutionManager {
    */
   decide(id: string, approved: boolean, inputsDigest: string, decidedBy: string, comment: string): ExecutionRecord {
     const record = this.get(id);
-    if (inputsDigest !== record.init.inputsDigest) {
+    if (inputsDigest !== record.inputsDigest) {
       throw invalidRequest(
         `inputs_digest does not match execution ${quote(id)}: a decision is bound to the inputs shown in its AWAITING_APPROVAL event`,
         record.init.toolName,
@@ -431,7 +430,7 @@ export class ExecutionManager {
     const expiresAt = new Date(Date.now() + timeoutMs);
     record.append({
       case: "awaitingApproval",
-      value: { inputsDigest: record.init.inputsDigest, expiresAt: timestampFromDate(expiresAt) },
+      value: { inputsDigest: record.inputsDigest, expiresAt: timestampFromDate(expiresAt) },
     });
     const timer = setTimeout(
       () => record.decide({ approved: false, decidedBy: "(timeout)", comment: "", decidedAt: new Date() }),

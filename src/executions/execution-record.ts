@@ -1,8 +1,9 @@
-import { create, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { performance } from "node:perf_hooks";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { inputsDigest } from "./inputs-digest.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 
 /** The body of a run event: which kind, and its fields. */
@@ -32,7 +33,8 @@ export interface ExecutionRecordInit {
   readonly toolName: string;
   readonly runnerName: string;
   readonly caller: string;
-  readonly inputsDigest: string;
+  /** The inputs as received, for the digest. */
+  readonly inputs: unknown;
   readonly writes: boolean;
   readonly idempotencyKey: string;
   readonly eventLimits: EventLimits;
@@ -55,6 +57,7 @@ export class ExecutionRecord {
   decision: Decision | undefined;
   droppedEvents = 0;
   #bytes = 0;
+  #inputsDigest: string | undefined;
   readonly #timings = { awaitingApprovalMs: 0, queuedMs: 0, runningMs: 0 };
   #stateSince = performance.now();
   #waiters: (() => void)[] = [];
@@ -70,12 +73,18 @@ export class ExecutionRecord {
     return this.init.id;
   }
 
+  /** SHA-256 (hex) of the inputs' canonical JSON, computed when first needed. */
+  get inputsDigest(): string {
+    this.#inputsDigest ??= inputsDigest(this.init.inputs);
+    return this.#inputsDigest;
+  }
+
   /** Whether the run has not reached a final state. */
   get isLive(): boolean {
     return this.result === undefined;
   }
 
-  /** Bytes held by this record's events (their encoded size). */
+  /** Bytes held by this record's events (an estimate: see estimateBytes). */
   get bytes(): number {
     return this.#bytes;
   }
@@ -99,7 +108,7 @@ export class ExecutionRecord {
       executionId: this.id,
       event: body,
     });
-    const size = toBinary(RunEventSchema, event).byteLength;
+    const size = estimateBytes(body);
     const limits = this.init.eventLimits;
     if (droppable.has(body.case) && (this.events.length >= limits.maxEvents || this.#bytes + size > limits.maxBytes)) {
       this.droppedEvents += 1;
@@ -173,7 +182,7 @@ export class ExecutionRecord {
       toolName: this.init.toolName,
       runner: this.init.runnerName,
       state: this.state,
-      inputsDigest: this.init.inputsDigest,
+      inputsDigest: this.inputsDigest,
       caller: this.init.caller,
       createdAt: timestampFromDate(this.createdAt),
       ...(this.finishedAt ? { finishedAt: timestampFromDate(this.finishedAt) } : {}),
@@ -211,6 +220,45 @@ export class ExecutionRecord {
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const wake of waiters) wake();
+  }
+}
+
+/**
+ * An estimate of the memory an event holds beyond what it shares (the spec in DISCOVERED is the
+ * registry's own object): a fixed overhead plus its text and JSON payloads. Encoding every event to
+ * measure it exactly cost more than the rest of a small run.
+ */
+function estimateBytes(body: EventBody): number {
+  const overhead = 96;
+  switch (body.case) {
+    case "progress":
+      return overhead + (body.value.message?.length ?? 0);
+    case "log":
+      return overhead + (body.value.message?.length ?? 0);
+    case "output":
+      return overhead + jsonLength(body.value.chunk);
+    case "completed":
+      return (
+        overhead +
+        jsonLength(body.value.result?.output) +
+        jsonLength(body.value.result?.metadata) +
+        (body.value.result?.error?.details?.length ?? 0)
+      );
+    case "executionFinished":
+    case "retryScheduled":
+      return overhead + (body.value.error?.details?.length ?? 0);
+    default:
+      return overhead;
+  }
+}
+
+function jsonLength(value: unknown): number {
+  try {
+    return (
+      JSON.stringify(value, (_key, item: unknown) => (typeof item === "bigint" ? item.toString() : item))?.length ?? 0
+    );
+  } catch {
+    return 0;
   }
 }
 

@@ -10,6 +10,7 @@ import { codeName } from "./metrics.js";
 export function createCallLogger(logger: Logger): CallObserver {
   return (method, context) => {
     const started = performance.now();
+    if (!logger.isLevelEnabled("info")) return () => undefined;
     return (code) => {
       const fields = {
         rpc: `${method.parent.typeName}/${method.name}`,
@@ -40,32 +41,35 @@ export function createRunLogger(logger: Logger, options: RunLoggerOptions = {}):
   return {
     onRunEnd(info, result) {
       const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
-      logger.info(
-        {
-          executionId: info.executionId,
-          tool: info.spec.name,
-          runner: info.runnerName,
-          caller: info.caller,
-          outcome,
-          durationMs: Math.round(result.durationMs * 1000) / 1000,
-          ...(options.logInputs ? { inputs: info.inputs } : {}),
-        },
-        "run",
-      );
-      options.audit?.info(
-        {
-          audit: "execution",
-          executionId: info.executionId,
-          caller: info.caller,
-          tool: info.spec.name,
-          inputsSha256: digestOf(info.inputs),
-          writes: info.spec.capabilities?.writes ?? false,
-          approval: info.spec.capabilities?.humanApprovalRequired ? "required" : "not_required",
-          outcome,
-          traceParent: info.traceParent,
-        },
-        "execution",
-      );
+      // Skip building records nobody will write (hashing the inputs is not free).
+      if (logger.isLevelEnabled("info"))
+        logger.info(
+          {
+            executionId: info.executionId,
+            tool: info.spec.name,
+            runner: info.runnerName,
+            caller: info.caller,
+            outcome,
+            durationMs: Math.round(result.durationMs * 1000) / 1000,
+            ...(options.logInputs ? { inputs: info.inputs } : {}),
+          },
+          "run",
+        );
+      if (options.audit?.isLevelEnabled("info"))
+        options.audit.info(
+          {
+            audit: "execution",
+            executionId: info.executionId,
+            caller: info.caller,
+            tool: info.spec.name,
+            inputsSha256: digestOf(info.inputs),
+            writes: info.spec.capabilities?.writes ?? false,
+            approval: info.spec.capabilities?.humanApprovalRequired ? "required" : "not_required",
+            outcome,
+            traceParent: info.traceParent,
+          },
+          "execution",
+        );
     },
   };
 }

@@ -40,12 +40,14 @@ const propagator = new W3CTraceContextPropagator();
 /**
  * Creates a tracer whose server span for each call continues the caller's `traceparent`, and whose
  * span for each run is a child of its call's span. The call span's own traceparent is put in the
- * call context, so the run (and its result's metadata) carries the same trace id.
+ * call context, so the run (and its result's metadata) carries the same trace id. Without an
+ * exporter or a span processor, no spans are made and the caller's traceparent passes through.
  */
 export function createTracing(options: TracingOptions = {}): ServerTracing {
   const processors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
   if (options.otlpEndpoint)
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.otlpEndpoint })));
+  if (processors.length === 0) return passThroughTracing();
   const provider = new BasicTracerProvider({ spanProcessors: processors });
   const tracer = provider.getTracer("toolruntime");
   const runSpans = new Map<string, Span>();
@@ -95,6 +97,25 @@ export function createTracing(options: TracingOptions = {}): ServerTracing {
       },
     },
     shutdown: () => provider.shutdown(),
+  };
+}
+
+/**
+ * Tracing with nowhere to send spans: no spans are made (they would cost every call and go
+ * nowhere), but a caller's valid `traceparent` still reaches the run, so its result's metadata
+ * carries the caller's trace id.
+ */
+function passThroughTracing(): ServerTracing {
+  return {
+    callObserver: (_method, context) => {
+      const incoming = context.requestHeader.get("traceparent");
+      if (incoming !== null && /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(incoming)) {
+        context.values.set(traceParentKey, incoming);
+      }
+      return () => undefined;
+    },
+    runObserver: {},
+    shutdown: () => Promise.resolve(),
   };
 }
 

@@ -86,7 +86,7 @@ describe("ExecutionManager races", () => {
       await new Promise<void>((resolve) =>
         setTimeout(() => {
           try {
-            runtime.executions.decide(record.id, true, record.init.inputsDigest, "alice", "");
+            runtime.executions.decide(record.id, true, record.inputsDigest, "alice", "");
             approvedByCall = true;
           } catch (error) {
             expect(isToolRuntimeError(error) && error.code).to.equal("FAILED_PRECONDITION");
@@ -108,8 +108,8 @@ describe("ExecutionManager races", () => {
     ]);
     const record = start("race.twice");
     await until(record, "awaitingApproval");
-    runtime.executions.decide(record.id, true, record.init.inputsDigest, "alice", "");
-    expect(() => runtime.executions.decide(record.id, false, record.init.inputsDigest, "bob", "")).to.throw(
+    runtime.executions.decide(record.id, true, record.inputsDigest, "alice", "");
+    expect(() => runtime.executions.decide(record.id, false, record.inputsDigest, "bob", "")).to.throw(
       "already decided",
     );
     const result = await record.done;

@@ -36,10 +36,10 @@ describe("The README's examples", () => {
     return stdout;
   }
 
-  it("work as printed: listing, the four stages, the stream, the error, buf curl and reflection", async () => {
+  it("work as printed: listing, the four stages, the stream, the error, buf curl, a detached run and reflection", async () => {
     const blocks = await readmeShellBlocks();
-    expect(blocks).to.have.length(6);
-    const [list, stages, stream, error, bufCurl, reflection] = await Promise.all(
+    expect(blocks).to.have.length(7);
+    const [list, stages, stream, error, bufCurl, detached, reflection] = await Promise.all(
       blocks.map((block) => runBlock(block)),
     );
     expect((JSON.parse(list ?? "") as { tools: unknown[] }).tools).to.have.length(2);
@@ -51,5 +51,8 @@ describe("The README's examples", () => {
     expect(bufCurl).to.contain('"completed"');
     expect(bufCurl).to.contain('"counted": 3');
     expect(reflection).to.contain("toolruntime.v1.RunnerService/RunTool");
+    expect(detached).to.not.contain('"sequence": "1"');
+    expect(detached).to.contain('"sequence": "3"');
+    expect(detached).to.contain('"counted": 3');
   });
 });

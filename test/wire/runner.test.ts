@@ -120,6 +120,17 @@ for (const stackName of clientStackNames) {
         expect(result.metadata?.["capabilities"]).to.deep.include({ read_only: true, writes: false });
       });
 
+      it("carries the caller's W3C trace id into the result's metadata", async () => {
+        const runner = uniqueName("trace");
+        const traceId = "0af7651916cd43dd8448eb211c80319c";
+        await client.runner.activateTool({ runner, toolName: "builtin.echo" });
+        const { result } = await client.runner.executeTool(
+          { runner, toolName: "builtin.echo" },
+          { headers: { traceparent: `00-${traceId}-b7ad6b7169203331-01` } },
+        );
+        expect(result?.metadata?.["trace_id"]).to.equal(traceId);
+      });
+
       it("requires activation: FAILED_PRECONDITION with a NotActiveError", async () => {
         await expectToolError(
           client.runner.executeTool({ runner: uniqueName("idle"), toolName: "builtin.echo" }),
