@@ -45,6 +45,9 @@ type HandlerOutcome =
   | { readonly kind: "threw"; readonly error: unknown }
   | { readonly kind: "aborted"; readonly reason: AbortReason };
 
+/** The reason a finished run's signal aborts with: one shared Error, as building one per run costs. */
+const runFinished = new Error("run finished");
+
 /** Longest log line kept, in characters. */
 const maxLogMessageLength = 4096;
 /** Limits on one partial output chunk. */
@@ -164,7 +167,7 @@ export async function executeTool(
   }
   const durationMs = performance.now() - began;
   // Let a handler that is still running learn that nobody waits for it any more.
-  if (!controller.signal.aborted) controller.abort(new Error("run finished"));
+  if (!controller.signal.aborted) controller.abort(runFinished);
 
   switch (outcome.kind) {
     case "aborted":
@@ -224,7 +227,7 @@ export async function executeTool(
           metadata(durationMs),
         );
       }
-      return succeeded(outputCheck.value, durationMs, metadata(durationMs));
+      return succeeded(outputCheck.value, durationMs, { ...metadata(durationMs), output_bytes: outputCheck.bytes });
     }
   }
 }

@@ -22,6 +22,12 @@ import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { toConnectError } from "./to-connect-error.js";
 
 type HandlerContextController = ReturnType<typeof createHandlerContext>;
+
+/** Calls whose response was sent; a later "cancelled" event concerns nothing any more. */
+const finishedCalls = new WeakSet<object>();
+
+/** The reason a finished call's context aborts with, shared: building an error per call costs. */
+const callEnded = new ConnectError("the call ended", Code.Canceled);
 type UnaryMethod = (request: unknown, context: HandlerContext) => Promise<unknown>;
 type StreamingMethod = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
 
@@ -67,10 +73,13 @@ export function addServiceToGrpcServer<S extends DescService>(
       call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer>,
     ): HandlerContextController => {
       const abort = new AbortController();
-      // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection drops.
-      call.once("cancelled", () =>
-        abort.abort(new ConnectError("the call was cancelled by the client", Code.Canceled)),
-      );
+      // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection
+      // drops, and also after some calls that ended normally: only a call still going is cancelled.
+      const onCancelled = (): void => {
+        if (!finishedCalls.has(call))
+          abort.abort(new ConnectError("the call was cancelled by the client", Code.Canceled));
+      };
+      call.once("cancelled", onCancelled);
       const values = createContextValues();
       const certificate = call.getAuthContext().sslPeerCertificate;
       if (certificate) values.set(peerCertificateKey, certificate);
@@ -110,13 +119,15 @@ async function serveUnary(
 ): Promise<void> {
   try {
     const request = decode(method.input, call.request);
-    const response = await impl(request, context);
-    callback(null, encode(method.output, response));
+    const response = encode(method.output, await impl(request, context));
+    finishedCalls.add(call);
+    callback(null, response);
   } catch (error) {
+    finishedCalls.add(call);
     callback(toGrpcStatus(toConnectError(error, logger)));
   } finally {
     // Releases the context's deadline timer and listeners.
-    context.abort();
+    context.abort(callEnded);
   }
 }
 
@@ -140,15 +151,17 @@ async function serveStream(
         await waitForDrain(call);
       }
     }
+    finishedCalls.add(call);
     call.end();
   } catch (error) {
     if (call.cancelled) return;
+    finishedCalls.add(call);
     call.emit("error", toGrpcStatus(toConnectError(error, logger)));
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();
     // Releases the context's deadline timer and listeners.
-    context.abort();
+    context.abort(callEnded);
   }
 }
 

@@ -256,7 +256,10 @@ export type ToolResult = Message<"toolruntime.v1.ToolResult"> & {
 
   /**
    * Facts about the execution: "execution_id", "tool_name", "runner", "started_at" and
-   * "finished_at" (RFC 3339), "timeout_ms", and the tool's capability flags under "capabilities".
+   * "finished_at" (RFC 3339), "timeout_ms", the tool's capability flags under "capabilities",
+   * "attempt" and "attempts", the time spent "queued_ms", "awaiting_approval_ms" and "running_ms",
+   * "writes", "output_bytes" on success, "trace_id" when the caller sent a W3C traceparent, and
+   * "approval" and "checkpoint" when they apply.
    *
    * @generated from field: google.protobuf.Struct metadata = 5;
    */
