@@ -21,48 +21,50 @@ if len(sys.argv) not in (4, 5):
     sys.exit("usage: executions_client.py STUBS_DIR HOST:PORT SCENARIO [PARAMS_JSON]")
 STUBS_DIR, ADDRESS, SCENARIO = sys.argv[1:4]
 PARAMS = json.loads(sys.argv[4]) if len(sys.argv) == 5 else {}
+# The stubs go on sys.path first: grpc_observations and the imports below need the generated modules.
 sys.path.insert(0, STUBS_DIR)
 
 import grpc  # noqa: E402
-from google.protobuf import json_format, struct_pb2  # noqa: E402
 
-import rpc_status_pb2  # noqa: E402
+import grpc_observations  # noqa: E402
+from grpc_observations import (  # noqa: E402
+    TIMEOUT,
+    call,
+    collect_events,
+    error_json,
+    event_kind,
+    must,
+    result_json,
+    run,
+    to_struct,
+    tool_error_json,
+)
 from toolruntime.v1 import execution_pb2, execution_pb2_grpc  # noqa: E402
-from toolruntime.v1 import tool_pb2  # noqa: E402
 
-# Deadline of every call, in seconds: a hung server fails the scenario instead of hanging it.
-TIMEOUT = 10.0
-DETAILS_KEY = "grpc-status-details-bin"
-TOOL_ERROR_TYPE = "toolruntime.v1.ToolError"
 STATES = execution_pb2.ExecutionState
 
 
 # ---------------------------------------------------------------------------------------------
-# Helpers: conversions, and one place that turns an RpcError into what the tests check.
+# Helpers: conversions (the shared ones, and RpcError decoding, are in grpc_observations).
 
 
-def to_struct(value):
-    struct = struct_pb2.Struct()
-    struct.update(value)
-    return struct
+def event_json(event):
+    """An event as grpc_observations.event_json writes it, with what ExecutionService adds.
 
-
-def struct_json(struct):
-    return json_format.MessageToDict(struct)
-
-
-def tool_error_json(error):
-    return {"tool_name": error.tool_name, "error_type": error.error_type, "details": error.details}
-
-
-def result_json(result):
-    return {
-        "success": result.success,
-        "output": struct_json(result.output),
-        "error": tool_error_json(result.error) if result.HasField("error") else None,
-        "duration_ms": result.duration_ms,
-        "metadata": struct_json(result.metadata),
-    }
+    An execution_started event adds its attempt, an execution_finished one its attempt and error
+    (None when it has none), and an activated one the tool's name.
+    """
+    observed = grpc_observations.event_json(event)
+    kind = observed["kind"]
+    if kind == "execution_started":
+        observed["attempt"] = event.execution_started.attempt
+    elif kind == "execution_finished":
+        observed["attempt"] = event.execution_finished.attempt
+        finished = event.execution_finished
+        observed["error"] = tool_error_json(finished.error) if finished.HasField("error") else None
+    elif kind == "activated":
+        observed["tool_name"] = event.activated.tool_name
+    return observed
 
 
 def execution_json(execution):
@@ -79,87 +81,6 @@ def execution_json(execution):
         "idempotency_key": execution.idempotency_key,
         "last_sequence": execution.last_sequence,
     }
-
-
-def error_json(err):
-    """What a failed call showed: its code and message, and the status decoded from the trailer."""
-    code = err.code()
-    observed = {
-        "ok": False,
-        "code": code.name,
-        "code_number": code.value[0],
-        "message": err.details(),
-        "status": None,
-        "tool_error": None,
-    }
-    for key, value in err.trailing_metadata() or ():
-        if key != DETAILS_KEY:
-            continue
-        status = rpc_status_pb2.RpcStatus.FromString(value)
-        observed["status"] = {
-            "code": status.code,
-            "message": status.message,
-            "detail_types": [detail.type_url for detail in status.details],
-        }
-        for detail in status.details:
-            if detail.type_url.endswith("/" + TOOL_ERROR_TYPE):
-                observed["tool_error"] = tool_error_json(tool_pb2.ToolError.FromString(detail.value))
-    return observed
-
-
-def call(method, request):
-    """(response, None) when the unary call succeeds, (None, error_json) when it fails."""
-    try:
-        return method(request, timeout=TIMEOUT), None
-    except grpc.RpcError as err:
-        return None, error_json(err)
-
-
-def must(method, request):
-    """The response of a unary call that the scenario needs to go on; raises when it fails."""
-    response, error = call(method, request)
-    if error is not None:
-        raise RuntimeError(f"{method} failed: {json.dumps(error)}")
-    return response
-
-
-def event_kind(event):
-    return event.WhichOneof("event")
-
-
-def event_json(event):
-    kind = event_kind(event)
-    observed = {"sequence": event.sequence, "kind": kind, "execution_id": event.execution_id}
-    if kind == "progress":
-        observed["fraction"] = event.progress.fraction.value if event.progress.HasField("fraction") else None
-        observed["message"] = event.progress.message
-    elif kind == "completed":
-        observed["result"] = result_json(event.completed.result)
-    elif kind == "execution_started":
-        observed["attempt"] = event.execution_started.attempt
-    elif kind == "execution_finished":
-        observed["success"] = event.execution_finished.success
-        observed["attempt"] = event.execution_finished.attempt
-        finished = event.execution_finished
-        observed["error"] = tool_error_json(finished.error) if finished.HasField("error") else None
-    elif kind == "deactivated":
-        observed["was_active"] = event.deactivated.was_active
-    elif kind == "discovered":
-        observed["tool_name"] = event.discovered.spec.name
-    elif kind == "activated":
-        observed["tool_name"] = event.activated.tool_name
-    return observed
-
-
-def collect_watch(stream):
-    """Every event of a WatchExecution stream, and the error that ended it (None when it ended OK)."""
-    events = []
-    try:
-        for response in stream:
-            events.append(event_json(response.event))
-    except grpc.RpcError as err:
-        return events, error_json(err)
-    return events, None
 
 
 def start_request(tool_name, inputs, **options):
@@ -192,7 +113,7 @@ class Client:
         )
 
     def watch_all(self, execution_id, after_sequence=0):
-        return collect_watch(self.watch(execution_id, after_sequence))
+        return collect_events(self.watch(execution_id, after_sequence), event_json)
 
 
 def maybe_execution(response, error, field="execution"):
@@ -201,9 +122,8 @@ def maybe_execution(response, error, field="execution"):
 
 
 def new_channel():
-    channel = grpc.insecure_channel(ADDRESS)
-    grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
-    return channel
+    """A ready channel to the server under test."""
+    return grpc_observations.new_channel(ADDRESS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,13 +311,7 @@ SCENARIOS = {
 
 
 def main():
-    scenario = SCENARIOS.get(SCENARIO)
-    if scenario is None:
-        sys.exit(f"unknown scenario {SCENARIO!r}: use one of {', '.join(SCENARIOS)}")
-    with new_channel() as channel:
-        observed = scenario(Client(channel))
-    # allow_nan=False: what the script prints must be JSON that JSON.parse accepts.
-    print(json.dumps(observed, allow_nan=False))
+    run(SCENARIOS, SCENARIO, ADDRESS, Client)
 
 
 if __name__ == "__main__":

@@ -20,44 +20,37 @@ import uuid
 if len(sys.argv) != 4:
     sys.exit("usage: wire_client.py STUBS_DIR HOST:PORT SCENARIO")
 STUBS_DIR, ADDRESS, SCENARIO = sys.argv[1:4]
+# The stubs go on sys.path first: grpc_observations and the imports below need the generated modules.
 sys.path.insert(0, STUBS_DIR)
 
 import grpc  # noqa: E402
-from google.protobuf import json_format, struct_pb2  # noqa: E402
 
-import rpc_status_pb2  # noqa: E402
+from grpc_observations import (  # noqa: E402
+    TIMEOUT,
+    call,
+    collect_events,
+    error_json,
+    event_json,
+    event_kind,
+    must,
+    result_json,
+    run,
+    to_struct,
+)
 from toolruntime.v1 import registry_pb2, registry_pb2_grpc  # noqa: E402
 from toolruntime.v1 import runner_pb2, runner_pb2_grpc  # noqa: E402
 from toolruntime.v1 import tool_pb2  # noqa: E402
 
-# Deadline of every call, in seconds: a hung server fails the scenario instead of hanging it.
-TIMEOUT = 10.0
-DETAILS_KEY = "grpc-status-details-bin"
-TOOL_ERROR_TYPE = "toolruntime.v1.ToolError"
 CHANGE_TYPES = registry_pb2.ToolChangeType
 
 
 # ---------------------------------------------------------------------------------------------
-# Helpers: names, conversions, and one place that turns an RpcError into what the tests check.
+# Helpers: names and conversions (the shared ones, and RpcError decoding, are in grpc_observations).
 
 
 def unique(prefix):
     """A fresh name segment: the prefix and 8 hex digits (lowercase, starts with a letter)."""
     return f"{prefix}{uuid.uuid4().hex[:8]}"
-
-
-def to_struct(value):
-    struct = struct_pb2.Struct()
-    struct.update(value)
-    return struct
-
-
-def struct_json(struct):
-    return json_format.MessageToDict(struct)
-
-
-def tool_error_json(error):
-    return {"tool_name": error.tool_name, "error_type": error.error_type, "details": error.details}
 
 
 def spec_json(spec):
@@ -76,90 +69,6 @@ def spec_json(spec):
             "idempotent": caps.idempotent,
         },
     }
-
-
-def result_json(result):
-    return {
-        "success": result.success,
-        "output": struct_json(result.output),
-        "error": tool_error_json(result.error) if result.HasField("error") else None,
-        "duration_ms": result.duration_ms,
-        "metadata": struct_json(result.metadata),
-    }
-
-
-def error_json(err):
-    """What a failed call showed: its code and message, and the status decoded from the trailer."""
-    code = err.code()
-    observed = {
-        "ok": False,
-        "code": code.name,
-        "code_number": code.value[0],
-        "message": err.details(),
-        "status": None,
-        "tool_error": None,
-    }
-    for key, value in err.trailing_metadata() or ():
-        if key != DETAILS_KEY:
-            continue
-        status = rpc_status_pb2.RpcStatus.FromString(value)
-        observed["status"] = {
-            "code": status.code,
-            "message": status.message,
-            "detail_types": [detail.type_url for detail in status.details],
-        }
-        for detail in status.details:
-            if detail.type_url.endswith("/" + TOOL_ERROR_TYPE):
-                observed["tool_error"] = tool_error_json(tool_pb2.ToolError.FromString(detail.value))
-    return observed
-
-
-def call(method, request):
-    """(response, None) when the unary call succeeds, (None, error_json) when it fails."""
-    try:
-        return method(request, timeout=TIMEOUT), None
-    except grpc.RpcError as err:
-        return None, error_json(err)
-
-
-def must(method, request):
-    """The response of a unary call that the scenario needs to go on; raises when it fails."""
-    response, error = call(method, request)
-    if error is not None:
-        raise RuntimeError(f"{method} failed: {json.dumps(error)}")
-    return response
-
-
-def event_kind(event):
-    return event.WhichOneof("event")
-
-
-def event_json(event):
-    kind = event_kind(event)
-    observed = {"sequence": event.sequence, "kind": kind, "execution_id": event.execution_id}
-    if kind == "progress":
-        observed["fraction"] = event.progress.fraction.value if event.progress.HasField("fraction") else None
-        observed["message"] = event.progress.message
-    elif kind == "completed":
-        observed["result"] = result_json(event.completed.result)
-    elif kind == "execution_finished":
-        observed["success"] = event.execution_finished.success
-    elif kind == "deactivated":
-        observed["was_active"] = event.deactivated.was_active
-    elif kind == "discovered":
-        observed["tool_name"] = event.discovered.spec.name
-    return observed
-
-
-def collect_run(stream):
-    """Every event of a RunTool stream, and the error that ended it (None when it ended OK)."""
-    events = []
-    try:
-        for response in stream:
-            events.append(event_json(response.event))
-    except grpc.RpcError as err:
-        return events, error_json(err)
-    return events, None
 
 
 def change_json(message):
@@ -313,7 +222,7 @@ def unknown_tool(client):
     deactivate = must(
         client.runner.DeactivateTool, runner_pb2.DeactivateToolRequest(runner=runner, tool_name=name)
     )
-    events, run_error = collect_run(
+    events, run_error = collect_events(
         client.runner.RunTool(runner_pb2.RunToolRequest(tool_name=name), timeout=TIMEOUT)
     )
     return {
@@ -410,7 +319,7 @@ def wire_tool_without_handler(client):
     runner = unique("runner")
     activated = client.activate(runner, name)
     _, execute = client.execute(runner, name, {})
-    events, run_error = collect_run(
+    events, run_error = collect_events(
         client.runner.RunTool(runner_pb2.RunToolRequest(tool_name=name), timeout=TIMEOUT)
     )
     return {
@@ -428,7 +337,7 @@ def run_countdown(client):
     request = runner_pb2.RunToolRequest(
         tool_name="builtin.countdown", inputs=to_struct({"from": 3, "interval_ms": 20})
     )
-    events, error = collect_run(client.runner.RunTool(request, timeout=TIMEOUT))
+    events, error = collect_events(client.runner.RunTool(request, timeout=TIMEOUT))
     return {"events": events, "error": error}
 
 
@@ -636,14 +545,7 @@ SCENARIOS = {
 
 
 def main():
-    scenario = SCENARIOS.get(SCENARIO)
-    if scenario is None:
-        sys.exit(f"unknown scenario {SCENARIO!r}: use one of {', '.join(SCENARIOS)}")
-    with grpc.insecure_channel(ADDRESS) as channel:
-        grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
-        observed = scenario(Client(channel))
-    # allow_nan=False: what the script prints must be JSON that JSON.parse accepts.
-    print(json.dumps(observed, allow_nan=False))
+    run(SCENARIOS, SCENARIO, ADDRESS, Client)
 
 
 if __name__ == "__main__":

@@ -3,49 +3,17 @@
 // resources, reattaching after a dropped connection without missing or repeating an event,
 // cancellation, idempotency keys, retry policies, capabilities and listing.
 import { expect } from "chai";
-import { execFile } from "node:child_process";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { promisify } from "node:util";
-import { startTestServer } from "../support/test-server.js";
-
-const execFileAsync = promisify(execFile);
-
-// Debian's interpreter, the one with python3-grpcio and python3-grpc-tools (see
-// scripts/ensure-test-deps.mjs); the first python3 on PATH may lack them.
-const python = "/usr/bin/python3";
-// npm test and mocha run from the repository root; the compiled test lives in dist/.
-const repoRoot = process.cwd();
-const clientScript = path.join(repoRoot, "test/python/executions_client.py");
-const contractDir = path.join(repoRoot, "proto");
+import {
+  expectRpcError,
+  pythonScenarios,
+  uuidPattern,
+  type EventSeen,
+  type ResultSeen,
+  type RpcErrorSeen,
+} from "../support/python-harness.js";
 
 // ---------------------------------------------------------------------------------------------
-// What executions_client.py prints (snake_case, as the script writes it).
-
-interface ToolErrorSeen {
-  readonly tool_name: string;
-  readonly error_type: string;
-  readonly details: string;
-}
-
-/** A failed call: its status, and the google.rpc.Status decoded from the trailer. */
-interface RpcErrorSeen {
-  readonly ok: false;
-  readonly code: string;
-  readonly code_number: number;
-  readonly message: string;
-  readonly status: { readonly code: number; readonly message: string; readonly detail_types: string[] } | null;
-  readonly tool_error: ToolErrorSeen | null;
-}
-
-interface ResultSeen {
-  readonly success: boolean;
-  readonly output: Record<string, unknown>;
-  readonly error: ToolErrorSeen | null;
-  readonly duration_ms: number;
-  readonly metadata: Record<string, unknown>;
-}
+// What executions_client.py prints beyond what the harness describes (snake_case, as the script writes it).
 
 interface ExecutionSeen {
   readonly execution_id: string;
@@ -61,20 +29,6 @@ interface ExecutionSeen {
   readonly last_sequence: number;
 }
 
-interface EventSeen {
-  readonly sequence: number;
-  readonly kind: string;
-  readonly execution_id: string;
-  readonly fraction?: number | null;
-  readonly message?: string;
-  readonly result?: ResultSeen;
-  readonly attempt?: number;
-  readonly success?: boolean;
-  readonly error?: ToolErrorSeen | null;
-  readonly was_active?: boolean;
-  readonly tool_name?: string;
-}
-
 /** A StartExecution response as the script reports it. */
 interface StartedSeen {
   readonly execution: ExecutionSeen;
@@ -87,67 +41,7 @@ type ListSeen = { readonly executions: ExecutionSeen[]; readonly next_page_token
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const sha256Pattern = /^[0-9a-f]{64}$/;
-
-/** grpc_tools' directory of the well-known protos (google/protobuf/*.proto). */
-async function grpcToolsIncludeDir(): Promise<string> {
-  const { stdout } = await execFileAsync(python, [
-    "-c",
-    "import grpc_tools, os; print(os.path.join(os.path.dirname(grpc_tools.__file__), '_proto'))",
-  ]);
-  return stdout.trim();
-}
-
-async function protoc(args: readonly string[]): Promise<void> {
-  await execFileAsync(python, ["-m", "grpc_tools.protoc", ...args], { cwd: repoRoot });
-}
-
-async function contractFiles(): Promise<string[]> {
-  const files = await readdir(path.join(contractDir, "toolruntime/v1"));
-  return files.filter((file) => file.endsWith(".proto")).sort();
-}
-
-/** Generates the Python messages and grpcio stubs of the contract and of rpc_status.proto into `outDir`. */
-async function generatePythonStubs(outDir: string): Promise<void> {
-  const include = await grpcToolsIncludeDir();
-  await protoc([
-    ...["-I", "proto", "-I", "test/python", "-I", include],
-    `--python_out=${outDir}`,
-    `--grpc_python_out=${outDir}`,
-    ...(await contractFiles()).map((file) => `proto/toolruntime/v1/${file}`),
-    "test/python/rpc_status.proto",
-  ]);
-}
-
-/**
- * Expects a failed call with `code` whose trailer carries a ToolError (of `errorType`, when given)
- * whose details are the status message; returns the ToolError.
- */
-function expectRpcError(
-  seen: RpcErrorSeen | ExecutionSeen | null | undefined,
-  code: string,
-  errorType?: string,
-  fragment?: string,
-): ToolErrorSeen {
-  expect(seen, `the call should have failed with ${code}`).to.be.an("object");
-  expect(seen, `the call should have failed with ${code}`).to.have.property("ok", false);
-  const error = seen as RpcErrorSeen;
-  expect(error.code, error.message).to.equal(code);
-  if (fragment !== undefined) expect(error.message).to.contain(fragment);
-  expect(
-    error.status,
-    `${error.code} "${error.message}" should carry a google.rpc.Status in grpc-status-details-bin`,
-  ).to.not.equal(null);
-  expect(error.status?.code, "google.rpc.Status.code").to.equal(error.code_number);
-  expect(error.status?.message, "google.rpc.Status.message").to.equal(error.message);
-  expect(error.tool_error, "a toolruntime.v1.ToolError detail").to.not.equal(null);
-  const toolError = error.tool_error as ToolErrorSeen;
-  if (errorType !== undefined) expect(toolError.error_type, toolError.details).to.equal(errorType);
-  else expect(toolError.error_type, "the ToolError's error_type").to.be.a("string").that.is.not.empty;
-  expect(toolError.details).to.equal(error.message);
-  return toolError;
-}
 
 /** Expects an OK call that returned a record, and returns it. */
 function expectExecution(seen: ExecutionSeen | RpcErrorSeen | null | undefined, what: string): ExecutionSeen {
@@ -182,33 +76,10 @@ function expectNumbered(events: readonly EventSeen[], executionId: string): void
 describe("Python grpcio client of ExecutionService", function () {
   this.timeout(60_000);
 
-  let server: Awaited<ReturnType<typeof startTestServer>> | undefined;
-  let stubsDir: string | undefined;
+  /** Runs one scenario of executions_client.py against the server and returns what it printed. */
+  const scenario = pythonScenarios("test/python/executions_client.py");
   /** The countdown run the reattach scenario started, which the listing scenario looks for. */
   let countdownId: string | undefined;
-
-  /** Runs one scenario of executions_client.py against the server and returns what it printed. */
-  async function scenario<T>(name: string, params?: Record<string, unknown>): Promise<T> {
-    if (!server || !stubsDir) throw new Error("the server or the Python stubs are missing: see the before hook");
-    const args = [clientScript, stubsDir, server.grpcAddress, name, ...(params ? [JSON.stringify(params)] : [])];
-    const { stdout } = await execFileAsync(python, args, {
-      cwd: repoRoot,
-      timeout: 50_000,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    return JSON.parse(stdout) as T;
-  }
-
-  before(async function () {
-    server = await startTestServer();
-    stubsDir = await mkdtemp(path.join(os.tmpdir(), "toolruntime-python-stubs-"));
-    await generatePythonStubs(stubsDir);
-  });
-
-  after(async function () {
-    await server?.close(0);
-    if (stubsDir) await rm(stubsDir, { recursive: true, force: true });
-  });
 
   it("reattaches on a new connection after dropping its watch, and misses and repeats no event", async function () {
     const seen = await scenario<{
