@@ -41,6 +41,8 @@ describe("Graceful shutdown of the server process", () => {
       "--log-level",
       "warn",
     ]);
+    // Listen for the exit at once: the process may exit before the test gets to wait for it.
+    const exited = once(child, "exit") as Promise<[number | null]>;
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const address = await new Promise<string>((resolve, reject) => {
@@ -87,7 +89,7 @@ describe("Graceful shutdown of the server process", () => {
       expect(longResult.value.result?.error?.errorType).to.equal("CancelledError");
       expect(longResult.value.result?.error?.details).to.contain("the server is shutting down");
     }
-    const [code] = (await once(child, "exit")) as [number | null];
+    const [code] = await exited;
     expect(code).to.equal(0);
     expect(statuses[0]).to.equal("SERVING");
     watch.cancel();
