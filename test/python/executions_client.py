@@ -21,6 +21,8 @@ if len(sys.argv) not in (4, 5):
     sys.exit("usage: executions_client.py STUBS_DIR HOST:PORT SCENARIO [PARAMS_JSON]")
 STUBS_DIR, ADDRESS, SCENARIO = sys.argv[1:4]
 PARAMS = json.loads(sys.argv[4]) if len(sys.argv) == 5 else {}
+# No __pycache__ in test/python (or in STUBS_DIR) for the modules imported below.
+sys.dont_write_bytecode = True
 # The stubs go on sys.path first: grpc_observations and the imports below need the generated modules.
 sys.path.insert(0, STUBS_DIR)
 

@@ -20,6 +20,8 @@ import uuid
 if len(sys.argv) != 4:
     sys.exit("usage: wire_client.py STUBS_DIR HOST:PORT SCENARIO")
 STUBS_DIR, ADDRESS, SCENARIO = sys.argv[1:4]
+# No __pycache__ in test/python (or in STUBS_DIR) for the modules imported below.
+sys.dont_write_bytecode = True
 # The stubs go on sys.path first: grpc_observations and the imports below need the generated modules.
 sys.path.insert(0, STUBS_DIR)
 
