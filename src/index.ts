@@ -16,3 +16,6 @@ export type { RunningServer, ServerOptions } from "./server/tool-runtime-server.
 export { ErrorType, ToolRuntimeError, isToolRuntimeError } from "./errors/tool-runtime-error.js";
 export type { ErrorTypeName, StatusCode } from "./errors/tool-runtime-error.js";
 export { loadToolModule } from "./load-tools.js";
+export { createProvider } from "./providers/create-provider.js";
+export type { Provider, ProviderOptions } from "./providers/create-provider.js";
+export { ProviderHub } from "./providers/provider-hub.js";

@@ -1,4 +1,5 @@
 import { ExecutionManager, type ExecutionManagerOptions } from "./executions/execution-manager.js";
+import { ProviderHub, type ProviderHubOptions } from "./providers/provider-hub.js";
 import { RegistrySet, type RegistrySetOptions } from "./registry/registry-set.js";
 import { RunnerSet, type RunnerSetOptions } from "./runner/runner-set.js";
 import type { DefinedTool } from "./tools/define-tool.js";
@@ -15,6 +16,8 @@ export interface ToolRuntimeOptions {
   readonly heartbeatIntervalMs?: number;
   /** Admission limits, timeouts and retention of runs. */
   readonly executions?: ExecutionManagerOptions;
+  /** Heartbeat and failure timing of tool providers. */
+  readonly providers?: ProviderHubOptions;
 }
 
 /** The transport-free core of a server: its registries and runners. */
@@ -22,6 +25,7 @@ export interface ToolRuntime {
   readonly registries: RegistrySet;
   readonly runners: RunnerSet;
   readonly executions: ExecutionManager;
+  readonly providers: ProviderHub;
   readonly heartbeatIntervalMs: number;
   /** Releases what the runtime holds (subscriptions). */
   close(): void;
@@ -43,6 +47,7 @@ export function createToolRuntime(options: ToolRuntimeOptions = {}): ToolRuntime
     registries,
     runners,
     executions,
+    providers: new ProviderHub(registries.default, options.providers),
     heartbeatIntervalMs,
     close: () => {
       runners.close();

@@ -49,6 +49,8 @@ export const ErrorType = {
   InputValidation: "InputValidationError",
   /** Output is not a JSON object or breaks the tool's output schema (a failed result). */
   OutputValidation: "OutputValidationError",
+  /** The provider serving the tool failed, vanished or answered with an error (a failed result). */
+  Provider: "ProviderError",
   /** The handler threw or rejected (a failed result). */
   Handler: "HandlerError",
   /** The run outlived its timeout or the RPC deadline (a failed result). */

@@ -199,6 +199,15 @@ export async function executeTool(
       }
       break;
     case "threw":
+      if (outcome.error instanceof Error && outcome.error.name === "ProviderError") {
+        return failed(
+          name,
+          ErrorType.Provider,
+          `provider of ${quote(name)} failed: ${outcome.error.message}`,
+          durationMs,
+          metadata(durationMs),
+        );
+      }
       return failed(
         name,
         ErrorType.Handler,

@@ -57,7 +57,7 @@ export function wrapService<S extends DescService>(
       return (code) => finishers.forEach((finish) => finish(code));
     };
     wrapped[method.localName] =
-      method.methodKind === "server_streaming"
+      method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming"
         ? async function* (request, context) {
             const finish = observe(context);
             let code: number = Code.Canceled;

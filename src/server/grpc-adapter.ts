@@ -9,6 +9,7 @@ import {
 } from "@connectrpc/connect";
 import type {
   Server,
+  ServerDuplexStream,
   ServerUnaryCall,
   ServerWritableStream,
   ServiceDefinition,
@@ -43,8 +44,8 @@ export interface GrpcAdapterOptions {
  * Mounts a Connect-shaped service implementation on a grpc-js server. Requests are decoded here,
  * not by grpc-js, so that a malformed message is INVALID_ARGUMENT with a ToolError; responses are
  * encoded with protobuf-es; a client's cancellation or deadline aborts the handler's signal; and
- * errors leave with the ToolError in `grpc-status-details-bin`. Unary and server-streaming methods
- * are supported, the only kinds the services have.
+ * errors leave with the ToolError in `grpc-status-details-bin`. Unary, server-streaming and
+ * bidirectional methods are supported (no client-streaming method exists).
  */
 export function addServiceToGrpcServer<S extends DescService>(
   server: Server,
@@ -58,10 +59,11 @@ export function addServiceToGrpcServer<S extends DescService>(
     const impl = (implementation as unknown as Record<string, UnaryMethod | StreamingMethod>)[method.localName];
     if (!impl) continue;
     const path = `/${service.typeName}/${method.name}`;
-    const streaming = method.methodKind === "server_streaming";
+    const bidi = method.methodKind === "bidi_streaming";
+    const streaming = method.methodKind === "server_streaming" || bidi;
     definition[method.name] = {
       path,
-      requestStream: false,
+      requestStream: bidi,
       responseStream: streaming,
       originalName: method.localName,
       requestSerialize: (bytes: Buffer) => bytes,
@@ -70,7 +72,7 @@ export function addServiceToGrpcServer<S extends DescService>(
       responseDeserialize: (bytes: Buffer) => bytes,
     };
     const context = (
-      call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer>,
+      call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
     ): HandlerContextController => {
       const abort = new AbortController();
       // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection
@@ -79,7 +81,7 @@ export function addServiceToGrpcServer<S extends DescService>(
         if (!finishedCalls.has(call))
           abort.abort(new ConnectError("the call was cancelled by the client", Code.Canceled));
       };
-      call.once("cancelled", onCancelled);
+      (call as NodeJS.EventEmitter).once("cancelled", onCancelled);
       const values = createContextValues();
       const certificate = call.getAuthContext().sslPeerCertificate;
       if (certificate) values.set(peerCertificateKey, certificate);
@@ -99,8 +101,9 @@ export function addServiceToGrpcServer<S extends DescService>(
       });
     };
     handlers[method.name] = streaming
-      ? (call: ServerWritableStream<Buffer, Buffer>) => {
-          void serveStream(call, method, impl as StreamingMethod, context(call), options.logger);
+      ? (call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>) => {
+          const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
+          void serveStream(call, method, impl as StreamingMethod, context(call), options.logger, requests);
         }
       : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
           void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger);
@@ -132,16 +135,18 @@ async function serveUnary(
 }
 
 async function serveStream(
-  call: ServerWritableStream<Buffer, Buffer>,
+  call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
   method: DescMethod,
   impl: StreamingMethod,
   context: HandlerContextController,
   logger: Logger,
+  requests?: AsyncIterable<unknown>,
 ): Promise<void> {
   let iterator: AsyncIterator<unknown> | undefined;
   try {
-    const request = decode(method.input, call.request);
-    iterator = impl(request, context)[Symbol.asyncIterator]();
+    // A bidirectional method takes the stream of requests; a server-streaming one, its one request.
+    const input = requests ?? decode(method.input, (call as ServerWritableStream<Buffer, Buffer>).request);
+    iterator = impl(input, context)[Symbol.asyncIterator]();
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
@@ -166,7 +171,7 @@ async function serveStream(
 }
 
 /** Resolves when the stream can take more, or when the call is cancelled. */
-function waitForDrain(call: ServerWritableStream<Buffer, Buffer>): Promise<void> {
+function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       call.off("drain", done);
@@ -176,6 +181,11 @@ function waitForDrain(call: ServerWritableStream<Buffer, Buffer>): Promise<void>
     call.once("drain", done);
     call.once("cancelled", done);
   });
+}
+
+/** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */
+async function* decodeAll(schema: DescMessage, call: ServerDuplexStream<Buffer, Buffer>): AsyncGenerator<unknown> {
+  for await (const bytes of call as AsyncIterable<Buffer>) yield decode(schema, bytes);
 }
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {

@@ -5,6 +5,7 @@ import { pino, type Logger } from "pino";
 import { file_toolruntime_v1_registry, RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { file_toolruntime_v1_runner, RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ExecutionService, file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
+import { file_toolruntime_v1_provider, ProviderService } from "../../gen/toolruntime/v1/provider_pb.js";
 import { createAuthenticator, type IdentityConfig } from "../auth/authenticator.js";
 import { createToolRuntime, type ToolRuntime, type ToolRuntimeOptions } from "../runtime.js";
 import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
@@ -24,6 +25,7 @@ import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { createRegistryService } from "./registry-service.js";
 import { createRunnerService } from "./runner-service.js";
 import { createExecutionService } from "./execution-service.js";
+import { createProviderService } from "./provider-service.js";
 import { readTlsFiles, type TlsFiles } from "./tls-config.js";
 
 /** Options of {@link startServer}. Every field has a default. */
@@ -132,6 +134,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   };
   const registry = wrapService(RegistryService, createRegistryService(runtime), pipeline);
   const runner = wrapService(RunnerService, createRunnerService(runtime), pipeline);
+  const provider = wrapService(ProviderService, createProviderService(runtime), pipeline);
   const execution = wrapService(
     ExecutionService,
     createExecutionService(runtime, connection.maxMessageBytes),
@@ -145,15 +148,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   addServiceToGrpcServer(grpcServer, RegistryService, registry, { logger, shutdownSignal: shutdown.signal });
   addServiceToGrpcServer(grpcServer, RunnerService, runner, { logger, shutdownSignal: shutdown.signal });
   addServiceToGrpcServer(grpcServer, ExecutionService, execution, { logger, shutdownSignal: shutdown.signal });
+  addServiceToGrpcServer(grpcServer, ProviderService, provider, { logger, shutdownSignal: shutdown.signal });
   const health = addHealthToGrpcServer(grpcServer, [
     RegistryService.typeName,
     RunnerService.typeName,
     ExecutionService.typeName,
+    ProviderService.typeName,
   ]);
   addReflectionToGrpcServer(grpcServer, [
     file_toolruntime_v1_registry,
     file_toolruntime_v1_runner,
     file_toolruntime_v1_execution,
+    file_toolruntime_v1_provider,
   ]);
 
   const connectHandler = connectNodeAdapter({
@@ -161,6 +167,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       router.service(RegistryService, registry);
       router.service(RunnerService, runner);
       router.service(ExecutionService, execution);
+      router.service(ProviderService, provider);
     },
     readMaxBytes: connection.maxMessageBytes,
     writeMaxBytes: connection.maxMessageBytes,

@@ -1,0 +1,391 @@
+import { create, toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { randomUUID } from "node:crypto";
+import type { ConnectRequest, ConnectResponseSchema } from "../../gen/toolruntime/v1/provider_pb.js";
+import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { checkSegmentName, quote } from "../registry/names.js";
+import type { ToolContext } from "../registry/tool-definition.js";
+import type { ToolRegistry } from "../registry/tool-registry.js";
+import { EventQueue } from "../runner/event-queue.js";
+
+/** Messages the server sends a provider. */
+export type ServerMessage = MessageInitShape<typeof ConnectResponseSchema>;
+
+/** Timing of the provider protocol. */
+export interface ProviderHubOptions {
+  /** How often each side sends a heartbeat when idle, in milliseconds. Default 5,000. */
+  readonly heartbeatIntervalMs?: number;
+  /** Silence after which a provider is considered dead, in milliseconds. Default 15,000. */
+  readonly failureTimeoutMs?: number;
+  /** Most provider connections at once. Default 1,000. */
+  readonly maxConnections?: number;
+}
+
+/** A run handed to a provider and not yet answered. */
+interface PendingRun {
+  readonly context: ToolContext;
+  readonly resolve: (output: unknown) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** One provider connection: its tools, capacity, runs in flight and outgoing messages. */
+class ProviderConnection {
+  readonly id = randomUUID();
+  readonly outgoing = new EventQueue<ServerMessage>();
+  readonly inFlight = new Map<string, PendingRun>();
+  closed = false;
+
+  constructor(
+    readonly providerName: string,
+    readonly toolNames: readonly string[],
+    readonly maxConcurrency: number,
+  ) {}
+
+  get hasCapacity(): boolean {
+    return this.inFlight.size < this.maxConcurrency;
+  }
+}
+
+/** A tool served by providers: the provider that owns its name and the connections serving it. */
+interface ServedTool {
+  readonly providerName: string;
+  readonly connections: Set<ProviderConnection>;
+  /** Runs waiting for a connection with capacity. */
+  readonly waiting: (() => void)[];
+}
+
+/** An error a provider's run ends with (the failed result's error type is "ProviderError"). */
+export class ProviderError extends Error {
+  override readonly name = "ProviderError";
+}
+
+/**
+ * The server's side of the provider protocol (see provider.proto): accepts provider connections,
+ * registers their tools with a dispatching handler, balances runs across the connections that serve
+ * a tool by load within each one's own limit, relays progress, logs, output and results, cancels
+ * runs, and detects dead providers by silence. Whatever a provider does, it can only end its own
+ * runs; a provider that vanishes ends them with a ProviderError at once and leaves nothing behind.
+ */
+export class ProviderHub {
+  readonly heartbeatIntervalMs: number;
+  readonly failureTimeoutMs: number;
+  readonly #maxConnections: number;
+  readonly #connections = new Set<ProviderConnection>();
+  readonly #tools = new Map<string, ServedTool>();
+
+  constructor(
+    private readonly registry: ToolRegistry,
+    options: ProviderHubOptions = {},
+  ) {
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5000;
+    this.failureTimeoutMs = options.failureTimeoutMs ?? 15_000;
+    this.#maxConnections = options.maxConnections ?? 1000;
+  }
+
+  /** Counts for operators and tests: connections, provider-served tools, runs in flight. */
+  stats(): { connections: number; tools: number; runsInFlight: number; waitingRuns: number } {
+    let runsInFlight = 0;
+    for (const connection of this.#connections) runsInFlight += connection.inFlight.size;
+    let waitingRuns = 0;
+    for (const tool of this.#tools.values()) waitingRuns += tool.waiting.length;
+    return { connections: this.#connections.size, tools: this.#tools.size, runsInFlight, waitingRuns };
+  }
+
+  /**
+   * Serves one provider stream: reads its hello, registers its tools, then relays messages both
+   * ways until the stream ends, the provider falls silent for the failure timeout, or `signal`
+   * aborts. Throws (before the first response) INVALID_ARGUMENT, ALREADY_EXISTS or
+   * RESOURCE_EXHAUSTED for a hello that cannot be accepted; `authorize` throws PERMISSION_DENIED.
+   */
+  async *serve(
+    requests: AsyncIterable<ConnectRequest>,
+    signal: AbortSignal,
+    authorize: (toolName: string) => void,
+  ): AsyncGenerator<ServerMessage> {
+    const iterator = requests[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    if (first.done || first.value.message.case !== "hello") {
+      throw invalidRequest("the first message of a provider stream must be hello");
+    }
+    const connection = this.#accept(first.value.message.value, authorize);
+    let lastHeard = Date.now();
+    let failure: ToolRuntimeError | undefined;
+    const stop = (): void => connection.outgoing.end();
+    signal.addEventListener("abort", stop, { once: true });
+    const ticker = setInterval(
+      () => {
+        if (Date.now() - lastHeard > this.failureTimeoutMs) {
+          failure = new ToolRuntimeError(
+            "UNAVAILABLE",
+            ErrorType.Unavailable,
+            `provider ${quote(connection.providerName)} sent nothing for ${this.failureTimeoutMs} ms: it is considered dead`,
+          );
+          connection.outgoing.end();
+        } else {
+          connection.outgoing.push({ message: { case: "heartbeat", value: {} } });
+        }
+      },
+      Math.min(this.heartbeatIntervalMs, this.failureTimeoutMs / 3),
+    );
+    // Read the provider's messages concurrently with sending ours.
+    const reading = (async () => {
+      try {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) break;
+          lastHeard = Date.now();
+          this.#receive(connection, next.value);
+        }
+      } catch {
+        // The stream broke: the provider is gone.
+      } finally {
+        connection.outgoing.end();
+      }
+    })();
+    try {
+      yield {
+        message: {
+          case: "welcome",
+          value: {
+            connectionId: connection.id,
+            heartbeatIntervalMs: this.heartbeatIntervalMs,
+            failureTimeoutMs: this.failureTimeoutMs,
+            tools: connection.toolNames
+              .map((name) => this.registry.get(name)?.spec)
+              .filter((spec) => spec !== undefined),
+          },
+        },
+      };
+      for await (const message of connection.outgoing) yield message;
+      if (failure) throw failure;
+    } finally {
+      clearInterval(ticker);
+      signal.removeEventListener("abort", stop);
+      this.#drop(connection, failure?.details ?? `provider ${quote(connection.providerName)} disconnected`);
+      void iterator.return?.();
+      void reading;
+    }
+  }
+
+  #accept(
+    hello: Extract<ConnectRequest["message"], { case: "hello" }>["value"],
+    authorize: (toolName: string) => void,
+  ): ProviderConnection {
+    const nameError = checkSegmentName(hello.providerName, "provider_name");
+    if (nameError || hello.providerName === "") {
+      throw nameError ?? invalidRequest('provider_name is empty: name the provider, for example "python-models"');
+    }
+    if (hello.tools.length === 0) throw invalidRequest("hello declares no tools: a provider must serve at least one");
+    if (hello.maxConcurrency > 10_000)
+      throw invalidRequest(`max_concurrency ${hello.maxConcurrency} is too large: use 1 to 10,000`);
+    if (this.#connections.size >= this.#maxConnections) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `the server holds its maximum of ${this.#maxConnections} provider connections`,
+      );
+    }
+    for (const spec of hello.tools) {
+      authorize(spec.name);
+      const served = this.#tools.get(spec.name);
+      const existing = this.registry.get(spec.name);
+      if (served ? served.providerName !== hello.providerName : existing !== undefined) {
+        throw new ToolRuntimeError(
+          "ALREADY_EXISTS",
+          ErrorType.Registration,
+          `tool ${quote(spec.name)} is already served by ${served ? `provider ${quote(served.providerName)}` : "this server or another registration"}: a provider cannot take it over`,
+          spec.name,
+        );
+      }
+    }
+    const connection = new ProviderConnection(
+      hello.providerName,
+      hello.tools.map((spec) => spec.name),
+      hello.maxConcurrency || 16,
+    );
+    const registered: string[] = [];
+    try {
+      for (const spec of hello.tools) {
+        let served = this.#tools.get(spec.name);
+        if (!served) {
+          this.registry.register({ spec: create(ToolSpecSchema, spec), handler: this.#dispatcher(spec.name) });
+          served = { providerName: hello.providerName, connections: new Set(), waiting: [] };
+          this.#tools.set(spec.name, served);
+          registered.push(spec.name);
+        }
+        served.connections.add(connection);
+      }
+    } catch (error) {
+      for (const name of registered) {
+        this.#tools.delete(name);
+        this.registry.remove(name);
+      }
+      for (const served of this.#tools.values()) served.connections.delete(connection);
+      throw error;
+    }
+    this.#connections.add(connection);
+    return connection;
+  }
+
+  /** The handler registered for a provider-served tool: hands each run to a connection. */
+  #dispatcher(toolName: string) {
+    return async (inputs: JsonObject, context: ToolContext): Promise<unknown> => {
+      const connection = await this.#pickConnection(toolName, context.signal);
+      return new Promise((resolve, reject) => {
+        const executionId = context.executionId;
+        connection.inFlight.set(executionId, { context, resolve, reject });
+        const onAbort = (): void => {
+          if (!connection.inFlight.delete(executionId)) return;
+          connection.outgoing.push({
+            message: {
+              case: "cancel",
+              value: {
+                executionId,
+                reason: String((context.signal.reason as Error | undefined)?.message ?? "cancelled"),
+              },
+            },
+          });
+          this.#wakeWaiters(connection);
+          reject(new Error("cancelled"));
+        };
+        context.signal.addEventListener("abort", onAbort, { once: true });
+        connection.outgoing.push({
+          message: {
+            case: "assign",
+            value: { executionId, toolName, inputs, deadline: timestampFromDate(context.deadline) },
+          },
+        });
+      });
+    };
+  }
+
+  /** The least-loaded connection serving `toolName` with capacity left; waits for one if needed. */
+  async #pickConnection(toolName: string, signal: AbortSignal): Promise<ProviderConnection> {
+    for (;;) {
+      const served = this.#tools.get(toolName);
+      if (!served || served.connections.size === 0) {
+        throw new ProviderError(`no provider serves ${quote(toolName)} any more`);
+      }
+      let best: ProviderConnection | undefined;
+      for (const connection of served.connections) {
+        if (connection.hasCapacity && (!best || connection.inFlight.size < best.inFlight.size)) best = connection;
+      }
+      if (best) return best;
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = (): void => reject(new Error("cancelled while waiting for a provider"));
+        signal.addEventListener("abort", onAbort, { once: true });
+        served.waiting.push(() => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        });
+      });
+    }
+  }
+
+  #receive(connection: ProviderConnection, request: ConnectRequest): void {
+    const message = request.message;
+    switch (message.case) {
+      case "heartbeat":
+      case undefined:
+        return;
+      case "hello":
+        connection.outgoing.push({
+          message: { case: "rejected", value: { executionId: "", reason: "hello was already received" } },
+        });
+        return;
+      case "progress":
+      case "log":
+      case "output":
+      case "result": {
+        const executionId = message.value.executionId;
+        const run = connection.inFlight.get(executionId);
+        if (!run) {
+          connection.outgoing.push({
+            message: {
+              case: "rejected",
+              value: {
+                executionId,
+                reason: `execution ${quote(executionId)} is not assigned to this connection, or already answered`,
+              },
+            },
+          });
+          return;
+        }
+        try {
+          this.#relay(connection, run, executionId, message);
+        } catch (error) {
+          connection.outgoing.push({
+            message: { case: "rejected", value: { executionId, reason: (error as Error).message } },
+          });
+        }
+        return;
+      }
+    }
+  }
+
+  #relay(
+    connection: ProviderConnection,
+    run: PendingRun,
+    executionId: string,
+    message: ConnectRequest["message"],
+  ): void {
+    switch (message.case) {
+      case "progress":
+        run.context.reportProgress(
+          message.value.fraction < 0
+            ? { message: message.value.message }
+            : { fraction: message.value.fraction, message: message.value.message },
+        );
+        return;
+      case "log": {
+        const level = ["debug", "info", "warn", "error"].includes(message.value.level) ? message.value.level : "info";
+        run.context.log(level as "info", message.value.message);
+        return;
+      }
+      case "output":
+        run.context.emitOutput(message.value.chunk ? toJson(ValueSchema, message.value.chunk) : null);
+        return;
+      case "result":
+        connection.inFlight.delete(executionId);
+        this.#wakeWaiters(connection);
+        if (message.value.error) {
+          run.reject(
+            new ProviderError(`${message.value.error.errorType || "ProviderError"}: ${message.value.error.details}`),
+          );
+        } else {
+          run.resolve(message.value.output ?? {});
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** A connection freed a slot: let one waiting run of each of its tools look again. */
+  #wakeWaiters(connection: ProviderConnection): void {
+    for (const name of connection.toolNames) this.#tools.get(name)?.waiting.shift()?.();
+  }
+
+  /** Ends a connection: its runs fail, and tools no other connection serves are removed. */
+  #drop(connection: ProviderConnection, reason: string): void {
+    if (connection.closed) return;
+    connection.closed = true;
+    this.#connections.delete(connection);
+    for (const [, run] of connection.inFlight) run.reject(new ProviderError(reason));
+    connection.inFlight.clear();
+    for (const name of connection.toolNames) {
+      const served = this.#tools.get(name);
+      if (!served) continue;
+      served.connections.delete(connection);
+      if (served.connections.size === 0) {
+        this.#tools.delete(name);
+        this.registry.remove(name);
+        // Runs waiting for a connection learn that there is none.
+        for (const wake of served.waiting.splice(0)) wake();
+      } else {
+        for (const wake of served.waiting.splice(0)) wake();
+      }
+    }
+  }
+}
