@@ -15,13 +15,24 @@ type HealthClient = Client & { Watch(request: { service: string }): ClientReadab
 /** Collects a RunTool stream's events, resolving `started` once the handler runs. */
 function runAndCollect(runner: ReturnType<typeof createClient<typeof RunnerService>>, ms: number) {
   let markStarted: () => void = () => undefined;
-  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  let failStart: (error: unknown) => void = () => undefined;
+  const started = new Promise<void>((resolve, reject) => {
+    markStarted = resolve;
+    failStart = reject;
+  });
   const done = (async () => {
     const events: RunEvent[] = [];
-    for await (const response of runner.runTool({ toolName: "builtin.sleep", inputs: { ms } })) {
-      if (!response.event) continue;
-      events.push(response.event);
-      if (response.event.event.case === "executionStarted") markStarted();
+    try {
+      for await (const response of runner.runTool({ toolName: "builtin.sleep", inputs: { ms } })) {
+        if (!response.event) continue;
+        events.push(response.event);
+        if (response.event.event.case === "executionStarted") markStarted();
+      }
+    } finally {
+      // A stream that ends before its run started fails the wait for it instead of hanging it.
+      failStart(
+        new Error(`the run of ${ms} ms ended before it started: ${events.map((event) => event.event.case).join(", ")}`),
+      );
     }
     return events;
   })();
@@ -57,17 +68,23 @@ describe("Graceful shutdown of the server process", () => {
     const health = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", address) as HealthClient;
     const watch = health.Watch({ service: "" });
     const statuses: string[] = [];
-    const notServing = new Promise<void>((resolve) =>
+    let markServing: () => void = () => undefined;
+    const serving = new Promise<void>((resolve) => (markServing = resolve));
+    const notServing = new Promise<void>((resolve, reject) => {
       watch.on("data", (message: { status: string }) => {
         statuses.push(message.status);
+        if (message.status === "SERVING") markServing();
         if (message.status === "NOT_SERVING") resolve();
-      }),
-    );
-    watch.on("error", () => undefined);
+      });
+      watch.on("error", (error: Error) =>
+        reject(new Error(`health watch failed after ${statuses.join(", ")}: ${error.message}`)),
+      );
+    });
 
     const short = runAndCollect(runner, 400);
     const long = runAndCollect(runner, 600_000);
-    await Promise.all([short.started, long.started]);
+    // The watch must be connected (it reported SERVING) before the server stops listening.
+    await Promise.all([short.started, long.started, serving]);
     child.kill("SIGTERM");
     await notServing;
 
