@@ -102,10 +102,27 @@ export function createProvider(options: ProviderOptions): Provider {
     }
   };
 
+  // The server's silence detector: after the welcome, a server that sends nothing (not even a
+  // heartbeat) for its failure timeout is considered gone and the stream is ended.
+  let lastHeard = Date.now();
+  let watchdog: NodeJS.Timeout | undefined;
+  const watchServer = (failureTimeoutMs: number): void => {
+    watchdog = setInterval(
+      () => {
+        if (Date.now() - lastHeard > failureTimeoutMs)
+          stop.abort(new Error(`the server sent nothing for ${failureTimeoutMs} ms`));
+      },
+      Math.max(50, failureTimeoutMs / 3),
+    );
+    watchdog.unref();
+  };
+
   const handle = (response: ConnectResponse): void => {
+    lastHeard = Date.now();
     const message = response.message;
     switch (message.case) {
       case "welcome":
+        if (message.value.failureTimeoutMs > 0) watchServer(message.value.failureTimeoutMs);
         welcomed(message.value.connectionId);
         return;
       case "heartbeat":
@@ -137,6 +154,7 @@ export function createProvider(options: ProviderOptions): Provider {
       refused(error);
       if (!stop.signal.aborted) throw error;
     } finally {
+      clearInterval(watchdog);
       refused(new Error("the provider stream ended before the server welcomed it"));
       outgoing.end();
       for (const abort of running.values()) abort.abort(new Error("the provider stream ended"));
