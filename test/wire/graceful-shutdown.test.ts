@@ -2,12 +2,11 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Client, ClientReadableStream } from "@grpc/grpc-js";
 import { expect } from "chai";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { startMainProcess } from "../support/main-process.js";
 import { createProtoLoaderClient } from "../support/proto-loader-client.js";
 
 type HealthClient = Client & { Watch(request: { service: string }): ClientReadableStream<{ status: string }> };
@@ -41,28 +40,7 @@ function runAndCollect(runner: ReturnType<typeof createClient<typeof RunnerServi
 
 describe("Graceful shutdown of the server process", () => {
   it("on SIGTERM: health NOT_SERVING, new calls UNAVAILABLE, short runs finish, long runs cancelled, exit 0", async () => {
-    const child = spawn(process.execPath, [
-      "dist/src/main.js",
-      "--grpc-port",
-      "0",
-      "--http-port",
-      "0",
-      "--shutdown-grace-ms",
-      "1500",
-      "--log-level",
-      "warn",
-    ]);
-    // Listen for the exit at once: the process may exit before the test gets to wait for it.
-    const exited = once(child, "exit") as Promise<[number | null]>;
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const address = await new Promise<string>((resolve, reject) => {
-      child.stdout.on("data", () => {
-        const match = /gRPC: +(\S+)/.exec(output);
-        if (match?.[1] && output.includes("tools:")) resolve(match[1]);
-      });
-      child.once("exit", (code) => reject(new Error(`exited with ${code}: ${output}`)));
-    });
+    const { child, grpcAddress: address, exited } = await startMainProcess(["--shutdown-grace-ms", "1500"]);
     const transport = createGrpcTransport({ baseUrl: `http://${address}` });
     const runner = createClient(RunnerService, transport);
     const health = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", address) as HealthClient;
@@ -106,8 +84,7 @@ describe("Graceful shutdown of the server process", () => {
       expect(longResult.value.result?.error?.errorType).to.equal("CancelledError");
       expect(longResult.value.result?.error?.details).to.contain("the server is shutting down");
     }
-    const [code] = await exited;
-    expect(code).to.equal(0);
+    expect(await exited).to.equal(0);
     expect(statuses[0]).to.equal("SERVING");
     watch.cancel();
     health.close();

@@ -1,41 +1,14 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
-
-/** Starts `node dist/src/main.js` with `args` and resolves once it printed both addresses. */
-async function startMain(
-  args: string[],
-): Promise<{ child: ChildProcessWithoutNullStreams; httpUrl: string; output: () => string }> {
-  const child = spawn(process.execPath, [
-    "dist/src/main.js",
-    "--grpc-port",
-    "0",
-    "--http-port",
-    "0",
-    "--log-level",
-    "warn",
-    ...args,
-  ]);
-  let output = "";
-  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const httpUrl = await new Promise<string>((resolve, reject) => {
-    const onData = (): void => {
-      const match = /Connect\/gRPC-Web: (http:\/\/\S+)/.exec(output);
-      if (match?.[1] && output.includes("tools:")) resolve(match[1]);
-    };
-    child.stdout.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`exited with ${code}: ${output}`)));
-  });
-  return { child, httpUrl, output: () => output };
-}
+import { startMainProcess } from "../support/main-process.js";
 
 describe("The toolruntime command", () => {
   it("serves the built-in tools and a --tools module, and exits 0 on SIGTERM", async () => {
-    const { child, httpUrl, output } = await startMain(["--tools", "examples/tools/greeting-tools.js"]);
+    const { child, httpUrl, output, exited } = await startMainProcess(["--tools", "examples/tools/greeting-tools.js"]);
     try {
       expect(output()).to.match(/gRPC: +127\.0\.0\.1:\d+/);
       expect(output()).to.contain("builtin.echo");
@@ -49,8 +22,7 @@ describe("The toolruntime command", () => {
     } finally {
       child.kill("SIGTERM");
     }
-    const [code] = (await once(child, "exit")) as [number | null];
-    expect(code).to.equal(0);
+    expect(await exited).to.equal(0);
   });
 
   it("refuses an invalid flag value with a precise message and exit code 2", async () => {

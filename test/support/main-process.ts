@@ -1,0 +1,42 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { once } from "node:events";
+
+/** A server started as `node dist/src/main.js`, once it printed both addresses. */
+export interface MainProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** "host:port" of the gRPC port. */
+  readonly grpcAddress: string;
+  /** "http://host:port" of the HTTP port. */
+  readonly httpUrl: string;
+  /** Resolves with the exit code; listened for from the start, so an early exit is not missed. */
+  readonly exited: Promise<number | null>;
+  /** Everything it wrote to stdout and stderr so far. */
+  readonly output: () => string;
+}
+
+/** Starts the server command on free ports with `args`; rejects if it exits before serving. */
+export async function startMainProcess(args: readonly string[]): Promise<MainProcess> {
+  const child = spawn(process.execPath, [
+    "dist/src/main.js",
+    "--grpc-port",
+    "0",
+    "--http-port",
+    "0",
+    "--log-level",
+    "warn",
+    ...args,
+  ]);
+  const exited = (once(child, "exit") as Promise<[number | null]>).then(([code]) => code);
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const addresses = await new Promise<{ grpcAddress: string; httpUrl: string }>((resolve, reject) => {
+    child.stdout.on("data", () => {
+      const grpc = /gRPC: +(\S+)/.exec(output)?.[1];
+      const http = /Connect\/gRPC-Web: (http:\/\/\S+)/.exec(output)?.[1];
+      if (grpc && http && output.includes("tools:")) resolve({ grpcAddress: grpc, httpUrl: http });
+    });
+    void exited.then((code) => reject(new Error(`exited with ${code}: ${output}`)));
+  });
+  return { child, ...addresses, exited, output: () => output };
+}
