@@ -131,6 +131,23 @@ describe("Tool providers over the provider protocol", () => {
     await second.closed;
   });
 
+  it("keeps a stuck provider from holding its run past the timeout or blocking other runs", async () => {
+    const stuck = createProvider({
+      address: server.grpcAddress,
+      providerName: "stuck",
+      tools: [defineTool({ name: "stuck.forever", handler: () => new Promise(() => undefined) })],
+    });
+    await stuck.connected;
+    const stuckRun = collect(client.runner.runTool({ toolName: "stuck.forever", timeoutMs: 200 }));
+    const meanwhile = await run("remote.upper", { text: "still here" });
+    expect(resultOf(meanwhile).output).to.deep.include({ text: "STILL HERE" });
+    const stuckEvents = (await stuckRun).map((response) => response.event as RunEvent);
+    expect(resultOf(stuckEvents).error?.errorType).to.equal("TimeoutError");
+    expect(server.runtime.providers.stats().runsInFlight).to.equal(0);
+    stuck.close();
+    await stuck.closed;
+  });
+
   it("refuses a provider that would take over a built-in tool's name with ALREADY_EXISTS", async () => {
     const thief = createProvider({
       address: server.grpcAddress,
