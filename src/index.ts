@@ -19,3 +19,7 @@ export { loadToolModule } from "./load-tools.js";
 export { createProvider } from "./providers/create-provider.js";
 export type { Provider, ProviderOptions } from "./providers/create-provider.js";
 export { ProviderHub } from "./providers/provider-hub.js";
+export { ExecutionManager } from "./executions/execution-manager.js";
+export type { ExecutionManagerOptions, ExecutionLimits, StartRequest } from "./executions/execution-manager.js";
+export type { CheckpointHooks } from "./registry/tool-definition.js";
+export type { RunInfo, RunObserver } from "./runner/run-observer.js";
