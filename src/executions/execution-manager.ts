@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { ExecutionState, type ExecutionOptions } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { abortReasonText } from "../errors/abort-reason.js";
 import { ErrorType, invalidRequest, ToolRuntimeError, type ErrorTypeName } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 import { failed } from "../runner/run-outcome.js";
@@ -531,6 +532,5 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 function reasonOf(signal: AbortSignal): string {
-  const reason = signal.reason as unknown;
-  return reason instanceof Error ? reason.message : "cancelled";
+  return abortReasonText(signal.reason, "cancelled");
 }

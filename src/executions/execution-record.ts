@@ -265,8 +265,3 @@ function jsonLength(value: unknown): number {
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
-
-/** When a record finished, as milliseconds since the epoch (for retention). */
-export function finishedAtMs(record: ExecutionRecord): number {
-  return record.finishedAt?.getTime() ?? Date.now();
-}

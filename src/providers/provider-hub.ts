@@ -128,8 +128,8 @@ export class ProviderHub {
       },
       Math.min(this.heartbeatIntervalMs, this.failureTimeoutMs / 3),
     );
-    // Read the provider's messages concurrently with sending ours.
-    const reading = (async () => {
+    // Read the provider's messages concurrently with sending ours; the loop ends with the stream.
+    void (async () => {
       try {
         for (;;) {
           const next = await iterator.next();
@@ -164,7 +164,6 @@ export class ProviderHub {
       signal.removeEventListener("abort", stop);
       this.#drop(connection, failure?.details ?? `provider ${quote(connection.providerName)} disconnected`);
       void iterator.return?.();
-      void reading;
     }
   }
 

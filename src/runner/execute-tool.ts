@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { performance } from "node:perf_hooks";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { abortReasonText } from "../errors/abort-reason.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { checkJsonObject, type JsonLimits } from "../json/check-json.js";
 import type { ProgressReport, RegisteredTool, ToolContext, ToolHandler } from "../registry/tool-definition.js";
@@ -101,7 +102,7 @@ export async function executeTool(
   const abort = (reason: AbortReason): void => {
     if (abortReason) return;
     abortReason = reason;
-    if (reason === "cancelled") cancelReason = describeAbortReason(options.signal?.reason);
+    if (reason === "cancelled") cancelReason = abortReasonText(options.signal?.reason, "the caller went away");
     const why =
       reason === "timeout"
         ? `timed out after ${options.timeoutMs} ms`
@@ -239,15 +240,6 @@ export async function executeTool(
       return succeeded(outputCheck.value, durationMs, { ...metadata(durationMs), output_bytes: outputCheck.bytes });
     }
   }
-}
-
-/** Why a caller's signal aborted, for messages: its Error's message, else a generic phrase. */
-function describeAbortReason(reason: unknown): string {
-  if (reason instanceof Error && reason.name !== "AbortError" && reason.message !== "") {
-    // A ConnectError's message starts with its code in brackets; the raw message reads better.
-    return "rawMessage" in reason && typeof reason.rawMessage === "string" ? reason.rawMessage : reason.message;
-  }
-  return "the caller went away";
 }
 
 function capabilityFlags(tool: RegisteredTool): JsonObject {

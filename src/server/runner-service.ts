@@ -1,9 +1,9 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
+import { abortReasonText } from "../errors/abort-reason.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
-import { abortReasonText } from "./abort-reason.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 
 /**
@@ -54,7 +54,8 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
         ...callFacts(context),
       });
       // The run belongs to this call: when the call goes away, so does the run.
-      const onAbort = (): void => void executions.cancel(record.id, abortReasonText(context.signal));
+      const onAbort = (): void =>
+        void executions.cancel(record.id, abortReasonText(context.signal.reason, "the client went away"));
       context.signal.addEventListener("abort", onAbort, { once: true });
       try {
         return { executionId: record.id, result: await record.done };
@@ -86,7 +87,8 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
       const stopWatching = new AbortController();
       const onAbort = (): void => {
         if (detach) stopWatching.abort();
-        else if (record.isLive) executions.cancel(record.id, abortReasonText(context.signal));
+        else if (record.isLive)
+          executions.cancel(record.id, abortReasonText(context.signal.reason, "the client went away"));
       };
       context.signal.addEventListener("abort", onAbort, { once: true });
       try {
