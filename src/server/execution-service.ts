@@ -5,6 +5,7 @@ import type { ExecutionRecord } from "../executions/execution-record.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
+import { watchForCall } from "./call-run.js";
 
 /** Features this server offers, as GetCapabilities lists them. */
 const features = [
@@ -59,7 +60,7 @@ export function createExecutionService(
 
     async *watchExecution(request, context) {
       const record = recordFor(request.executionId, "read", context);
-      for await (const event of executions.watch(record, Number(request.afterSequence), context.signal))
+      for await (const event of watchForCall(executions, record, Number(request.afterSequence), context, false))
         yield { event };
     },
 

@@ -12,6 +12,7 @@ import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
 import { createServerMetrics } from "../telemetry/metrics.js";
 import { createTracing, type TracingOptions } from "../telemetry/tracing.js";
 import { peerCertificateKey } from "./call-context.js";
+import { cancelledResultGraceMs } from "./call-run.js";
 import { wrapService } from "./call-pipeline.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
@@ -73,8 +74,6 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Time that calls cancelled at the end of the shutdown grace period get to send their results. */
-const cancelledResultGraceMs = 500;
 
 /** Default largest message: 4 MiB, the gRPC default. */
 export const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
