@@ -325,7 +325,10 @@ export class ExecutionManager {
           ticket.release();
           ticket = undefined;
           if (outcome === "timeout")
-            return end(ErrorType.QueueTimeout, `run of ${quote(name)} waited ${timeoutMs} ms for a slot, its queue timeout`);
+            return end(
+              ErrorType.QueueTimeout,
+              `run of ${quote(name)} waited ${timeoutMs} ms for a slot, its queue timeout`,
+            );
           const stopped = stoppedOutcome(signal, name, "while queued");
           return end(stopped.errorType, stopped.details);
         }

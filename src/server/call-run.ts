@@ -44,15 +44,17 @@ export function callEndOf(context: HandlerContext): CallEnd | undefined {
  * created the run may do this: a call that attached to an earlier run (same idempotency key) or a
  * detached one must not bind it. Returns the function that unbinds it.
  */
-export function bindRunToCall(executions: ExecutionManager, record: ExecutionRecord, context: HandlerContext): () => void {
+export function bindRunToCall(
+  executions: ExecutionManager,
+  record: ExecutionRecord,
+  context: HandlerContext,
+): () => void {
   const onAbort = (): void => {
     if (!record.isLive) return;
     const end = callEndOf(context);
     executions.cancel(
       record.id,
-      end === "deadline"
-        ? new DeadlineExceededError()
-        : abortReasonText(context.signal.reason, "the client went away"),
+      end === "deadline" ? new DeadlineExceededError() : abortReasonText(context.signal.reason, "the client went away"),
     );
   };
   if (context.signal.aborted) onAbort();
@@ -66,7 +68,11 @@ export function bindRunToCall(executions: ExecutionManager, record: ExecutionRec
  * that attached to another's run stops waiting when it goes away. Throws DEADLINE_EXCEEDED when
  * the call's deadline passed, UNAVAILABLE on shutdown for a run this call does not own.
  */
-export async function awaitForCall(record: ExecutionRecord, context: HandlerContext, owned: boolean): Promise<ToolResult> {
+export async function awaitForCall(
+  record: ExecutionRecord,
+  context: HandlerContext,
+  owned: boolean,
+): Promise<ToolResult> {
   if (owned) {
     const result = await record.done;
     if (callEndOf(context) === "deadline") throw deadlineExceeded(record, true);
@@ -132,7 +138,10 @@ function callEnded(record: ExecutionRecord, context: HandlerContext, owned: bool
       record.init.toolName,
     );
   }
-  return new ConnectError(abortReasonText(context.signal.reason, "the call was cancelled by the client"), Code.Canceled);
+  return new ConnectError(
+    abortReasonText(context.signal.reason, "the call was cancelled by the client"),
+    Code.Canceled,
+  );
 }
 
 function deadlineExceeded(record: ExecutionRecord, owned: boolean): ToolRuntimeError {

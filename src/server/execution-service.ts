@@ -6,6 +6,7 @@ import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 import { watchForCall } from "./call-run.js";
+import { listExecutionsPage } from "./list-executions-page.js";
 
 /** Features this server offers, as GetCapabilities lists them. */
 const features = [
@@ -71,13 +72,8 @@ export function createExecutionService(
     listExecutions(request, context) {
       if (request.toolName !== "") ensure(checkToolName(request.toolName));
       const caller = callerOf(context);
-      const page = executions.list(request);
-      return {
-        executions: page.records
-          .filter((record) => isAllowed(caller, "read", record.init.toolName))
-          .map((record) => record.toProto()),
-        nextPageToken: page.nextPageToken,
-      };
+      const mayRead = (record: ExecutionRecord): boolean => isAllowed(caller, "read", record.init.toolName);
+      return listExecutionsPage(executions, request, mayRead, maxMessageBytes);
     },
 
     cancelExecution(request, context) {

@@ -5,6 +5,8 @@ import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 import { awaitForCall, bindRunToCall, watchForCall } from "./call-run.js";
+import { defaultConnectionOptions } from "./connection-options.js";
+import { fitToolPage } from "./fit-tool-page.js";
 
 /**
  * The RunnerService RPCs over a runtime, written once for every transport. Activating, executing,
@@ -12,7 +14,10 @@ import { awaitForCall, bindRunToCall, watchForCall } from "./call-run.js";
  * unsafe needs `execute_unsafe` too; discovery only shows the tools the caller may read. Executions
  * go through the execution manager, so they are admitted, recorded and watchable like any run.
  */
-export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof RunnerService> {
+export function createRunnerService(
+  runtime: ToolRuntime,
+  maxMessageBytes = defaultConnectionOptions.maxMessageBytes,
+): ServiceImpl<typeof RunnerService> {
   const { registries, runners, executions } = runtime;
 
   /** Checks the name and the caller's right to execute the tool. */
@@ -34,7 +39,7 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
       const registry = request.registry === "" ? runner.registry : registries.get(request.registry);
       const caller = callerOf(context);
       const page = runner.discover(registry, { ...request, include: (spec) => isAllowed(caller, "read", spec.name) });
-      return { tools: page.tools, nextPageToken: page.nextPageToken };
+      return fitToolPage(page, maxMessageBytes);
     },
 
     activateTool(request, context) {

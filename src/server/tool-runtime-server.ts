@@ -74,7 +74,6 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-
 /** Default largest message: 4 MiB, the gRPC default. */
 export const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
 
@@ -131,8 +130,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     authenticate: createAuthenticator(identities),
     observers: [tracing.callObserver, metrics.callObserver, createCallLogger(logger)],
   };
-  const registry = wrapService(RegistryService, createRegistryService(runtime), pipeline);
-  const runner = wrapService(RunnerService, createRunnerService(runtime), pipeline);
+  const registry = wrapService(RegistryService, createRegistryService(runtime, connection.maxMessageBytes), pipeline);
+  const runner = wrapService(RunnerService, createRunnerService(runtime, connection.maxMessageBytes), pipeline);
   const provider = wrapService(ProviderService, createProviderService(runtime), pipeline);
   const execution = wrapService(
     ExecutionService,

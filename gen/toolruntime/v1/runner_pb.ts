@@ -54,7 +54,8 @@ export type DiscoverToolsRequest = Message<"toolruntime.v1.DiscoverToolsRequest"
   toolType: string;
 
   /**
-   * Maximum number of tools in the response, 1 to 1,000; 0 means 100.
+   * Maximum number of tools in the response, 1 to 1,000; 0 means 100; fewer when the message
+   * limit is reached first.
    *
    * @generated from field: uint32 page_size = 5;
    */
@@ -372,7 +373,8 @@ export const RunToolResponseSchema: GenMessage<RunToolResponse> = /*@__PURE__*/
 export const RunnerService: GenService<{
   /**
    * Lists the tools a runner can see: those of the default registry, or of another registry named
-   * in the request (the alternate registry of dynamic discovery). Paginated like ListTools.
+   * in the request (the alternate registry of dynamic discovery). Paginated like ListTools, and
+   * like it bounded by the message limit as well as by `page_size`.
    * Errors: INVALID_ARGUMENT (invalid names, filter, page size or token), NOT_FOUND (no such
    * registry).
    *
