@@ -5,15 +5,16 @@ import type { Logger } from "pino";
 import { ExecutionState, type ExecutionOptions } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
-import { abortReasonText } from "../errors/abort-reason.js";
 import { ErrorType, invalidRequest, ToolRuntimeError, type ErrorTypeName } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 import { failed } from "../runner/run-outcome.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
+import { checkExecutionDurations } from "./check-execution-durations.js";
 import { ExecutionRecord, type EventLimits } from "./execution-record.js";
 import { ExecutionStore, type ListExecutionsQuery, type RetentionOptions } from "./execution-store.js";
 import { inputsDigest } from "./inputs-digest.js";
+import { stoppedOutcome } from "./stopped-outcome.js";
 import { resolveRetryPolicy, retryDelayMs, type ResolvedRetryPolicy } from "./retry-policy.js";
 
 /** Options of an {@link ExecutionManager}. Every field has a default. */
@@ -116,6 +117,7 @@ export class ExecutionManager {
     );
     const spec = prepared.tool.spec;
     const name = spec.name;
+    checkExecutionDurations(options, name);
     if (spec.capabilities?.unsafe && !options?.acknowledgeUnsafe) {
       throw new ToolRuntimeError(
         "FAILED_PRECONDITION",
@@ -186,9 +188,10 @@ export class ExecutionManager {
 
   /**
    * Cancels a run. Idempotent for a cancelled run; FAILED_PRECONDITION for one that finished
-   * otherwise. The run ends as soon as its handler stops or the runner stops waiting for it.
+   * otherwise. The run ends as soon as its handler stops or the runner stops waiting for it. A
+   * DeadlineExceededError as the reason ends it as a "TimeoutError" instead of a "CancelledError".
    */
-  cancel(id: string, reason: string): ExecutionRecord {
+  cancel(id: string, reason: string | Error): ExecutionRecord {
     const record = this.get(id);
     if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
       throw new ToolRuntimeError(
@@ -198,7 +201,9 @@ export class ExecutionManager {
         record.init.toolName,
       );
     }
-    if (record.isLive && !record.cancellation.signal.aborted) record.cancellation.abort(new Error(reason));
+    if (record.isLive && !record.cancellation.signal.aborted) {
+      record.cancellation.abort(typeof reason === "string" ? new Error(reason) : reason);
+    }
     return record;
   }
 
@@ -287,11 +292,10 @@ export class ExecutionManager {
       if (spec.capabilities?.humanApprovalRequired) {
         const timeoutMs = options?.approvalTimeoutMs || this.limits.defaultApprovalTimeoutMs;
         const decision = await this.#awaitApproval(record, timeoutMs, signal);
-        if (!decision)
-          return end(
-            ErrorType.Cancelled,
-            `run of ${quote(name)} was cancelled while awaiting approval: ${reasonOf(signal)}`,
-          );
+        if (!decision) {
+          const stopped = stoppedOutcome(signal, name, "while awaiting approval");
+          return end(stopped.errorType, stopped.details);
+        }
         record.append({
           case: "approvalDecided",
           value: { approved: decision.approved, decidedBy: decision.decidedBy },
@@ -320,9 +324,13 @@ export class ExecutionManager {
         if (outcome !== "granted") {
           ticket.release();
           ticket = undefined;
-          return outcome === "timeout"
-            ? end(ErrorType.QueueTimeout, `run of ${quote(name)} waited ${timeoutMs} ms for a slot, its queue timeout`)
-            : end(ErrorType.Cancelled, `run of ${quote(name)} was cancelled while queued: ${reasonOf(signal)}`);
+          if (outcome === "timeout")
+            return end(
+              ErrorType.QueueTimeout,
+              `run of ${quote(name)} waited ${timeoutMs} ms for a slot, its queue timeout`,
+            );
+          const stopped = stoppedOutcome(signal, name, "while queued");
+          return end(stopped.errorType, stopped.details);
         }
       }
       record.setState(ExecutionState.RUNNING);
@@ -404,13 +412,8 @@ export class ExecutionManager {
         value: { nextAttempt: attempt + 1, delayMs, ...(result.error ? { error: result.error } : {}) },
       });
       if (!(await sleep(delayMs, signal))) {
-        result = failed(
-          name,
-          ErrorType.Cancelled,
-          `run of ${quote(name)} was cancelled while waiting to retry: ${reasonOf(signal)}`,
-          0,
-          result.metadata ?? {},
-        );
+        const stopped = stoppedOutcome(signal, name, "while waiting to retry");
+        result = failed(name, stopped.errorType, stopped.details, 0, result.metadata ?? {});
         break;
       }
     }
@@ -450,6 +453,7 @@ export class ExecutionManager {
 
   #finish(record: ExecutionRecord, request: StartRequest, result: ToolResult): void {
     if (!record.isLive) return;
+    record.stopClock();
     const metadata: JsonObject = {
       ...result.metadata,
       execution_id: record.id,
@@ -529,8 +533,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
   });
-}
-
-function reasonOf(signal: AbortSignal): string {
-  return abortReasonText(signal.reason, "cancelled");
 }

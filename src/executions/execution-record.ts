@@ -60,6 +60,7 @@ export class ExecutionRecord {
   #inputsDigest: string | undefined;
   readonly #timings = { awaitingApprovalMs: 0, queuedMs: 0, runningMs: 0 };
   #stateSince = performance.now();
+  #clockStopped = false;
   #waiters: (() => void)[] = [];
   #decide: ((decision: Decision) => void) | undefined;
   readonly #settled: Promise<ToolResult>;
@@ -164,7 +165,17 @@ export class ExecutionRecord {
     this.#wake();
   }
 
-  /** Timing facts for the result's metadata. */
+  /**
+   * Stops the clocks of the states: the time spent in the current one is added now, and nothing
+   * after. Called when the run's outcome is decided, before {@link timings} fills its metadata,
+   * so the result and the record report the same times.
+   */
+  stopClock(): void {
+    this.#accountTime();
+    this.#clockStopped = true;
+  }
+
+  /** Timing facts for the result's metadata, complete once {@link stopClock} was called. */
   timings(): JsonObject {
     return {
       awaiting_approval_ms: round(this.#timings.awaitingApprovalMs),
@@ -175,7 +186,7 @@ export class ExecutionRecord {
 
   /** The record as the API shows it. */
   toProto(): Execution {
-    const live = this.isLive ? performance.now() - this.#stateSince : 0;
+    const live = this.isLive && !this.#clockStopped ? performance.now() - this.#stateSince : 0;
     const timing = (state: ExecutionState, value: number): number => round(value + (this.state === state ? live : 0));
     return create(ExecutionSchema, {
       executionId: this.id,
@@ -208,6 +219,7 @@ export class ExecutionRecord {
   }
 
   #accountTime(): void {
+    if (this.#clockStopped) return;
     const now = performance.now();
     const elapsed = now - this.#stateSince;
     this.#stateSince = now;

@@ -121,6 +121,11 @@ export class ExecutionStore {
     return { records, nextPageToken };
   }
 
+  /** The page token that continues a listing after `record` (for pages cut short by size). */
+  pageTokenAfter(record: ExecutionRecord): string {
+    return encodeToken(record.init.ordinal);
+  }
+
   #remove(record: ExecutionRecord): void {
     this.#records.delete(record.id);
     this.#finished.delete(record.id);

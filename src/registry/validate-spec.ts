@@ -3,6 +3,7 @@ import { ToolCapabilitySchema, ToolSpecSchema, type ToolSpec } from "../../gen/t
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkJsonObject } from "../json/check-json.js";
 import { compileSchema, type SchemaCheck } from "../json/schema-validator.js";
+import { maxDurationMs } from "./check-duration.js";
 import { checkSegmentName, checkToolName, quote } from "./names.js";
 
 /** Longest description, in characters. */
@@ -12,7 +13,7 @@ export const maxSchemaBytes = 64 * 1024;
 /** Deepest JSON Schema accepted for inputs or output. */
 export const maxSchemaDepth = 32;
 /** Longest default timeout a spec may declare: one day, in milliseconds. */
-export const maxTimeoutMs = 86_400_000;
+export const maxTimeoutMs = maxDurationMs;
 
 /** A spec that passed {@link validateSpec}, with its compiled schema checks. */
 export interface ValidatedSpec {

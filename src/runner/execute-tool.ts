@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { performance } from "node:perf_hooks";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { abortReasonText } from "../errors/abort-reason.js";
+import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { checkJsonObject, type JsonLimits } from "../json/check-json.js";
 import type { ProgressReport, RegisteredTool, ToolContext, ToolHandler } from "../registry/tool-definition.js";
@@ -16,7 +17,10 @@ export interface ExecuteOptions {
   readonly runnerName: string;
   /** Time the handler may take, in milliseconds. */
   readonly timeoutMs: number;
-  /** Aborted when the caller cancels; the run then ends as a CancelledError. */
+  /**
+   * Aborted when the caller cancels; the run then ends as a CancelledError, or as a TimeoutError
+   * when the reason is a DeadlineExceededError.
+   */
   readonly signal?: AbortSignal | undefined;
   /** Limits on inputs and output. */
   readonly jsonLimits: JsonLimits;
@@ -39,7 +43,7 @@ export interface ExecuteOptions {
 /** Longest progress message kept, in characters. */
 const maxProgressMessageLength = 1024;
 
-type AbortReason = "timeout" | "cancelled" | "heartbeat";
+type AbortReason = "timeout" | "deadline" | "cancelled" | "heartbeat";
 
 type HandlerOutcome =
   | { readonly kind: "returned"; readonly value: unknown }
@@ -91,7 +95,9 @@ export async function executeTool(
     return failed(name, ErrorType.InputValidation, details, 0, metadata(0));
   }
   if (options.signal?.aborted) {
-    return failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled before it started`, 0, metadata(0));
+    return isDeadlineExceeded(options.signal.reason)
+      ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out before it started`, 0, metadata(0))
+      : failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled before it started`, 0, metadata(0));
   }
 
   const controller = new AbortController();
@@ -102,20 +108,25 @@ export async function executeTool(
   const abort = (reason: AbortReason): void => {
     if (abortReason) return;
     abortReason = reason;
-    if (reason === "cancelled") cancelReason = abortReasonText(options.signal?.reason, "the caller went away");
+    if (reason === "cancelled" || reason === "deadline") {
+      cancelReason = abortReasonText(options.signal?.reason, "the caller went away");
+    }
     const why =
       reason === "timeout"
         ? `timed out after ${options.timeoutMs} ms`
         : reason === "heartbeat"
           ? `no progress reported for ${options.heartbeatTimeoutMs} ms`
-          : `cancelled: ${cancelReason}`;
+          : reason === "deadline"
+            ? `timed out: ${cancelReason}`
+            : `cancelled: ${cancelReason}`;
     controller.abort(new Error(why));
     settleAbort?.({ kind: "aborted", reason });
   };
   const timer = setTimeout(() => abort("timeout"), options.timeoutMs);
   const heartbeatMs = options.heartbeatTimeoutMs ?? 0;
   let heartbeatTimer = heartbeatMs > 0 ? setTimeout(() => abort("heartbeat"), heartbeatMs) : undefined;
-  const onCallerAbort = (): void => abort("cancelled");
+  // A deadline that passed is a timeout, whoever noticed it first; anything else is a cancellation.
+  const onCallerAbort = (): void => abort(isDeadlineExceeded(options.signal?.reason) ? "deadline" : "cancelled");
   options.signal?.addEventListener("abort", onCallerAbort, { once: true });
 
   let running = true;
@@ -178,6 +189,14 @@ export async function executeTool(
             name,
             ErrorType.Timeout,
             `run of ${quote(name)} timed out after ${options.timeoutMs} ms`,
+            durationMs,
+            metadata(durationMs),
+          );
+        case "deadline":
+          return failed(
+            name,
+            ErrorType.Timeout,
+            `run of ${quote(name)} timed out: ${cancelReason}`,
             durationMs,
             metadata(durationMs),
           );

@@ -6,7 +6,7 @@ import { defaultJsonLimits, type JsonLimits } from "../json/check-json.js";
 import { checkToolName, ensure, quote } from "../registry/names.js";
 import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/tool-definition.js";
 import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-registry.js";
-import { maxTimeoutMs } from "../registry/validate-spec.js";
+import { checkDurationMs } from "../registry/check-duration.js";
 import { executeTool } from "./execute-tool.js";
 import type { RunInfo, RunObserver } from "./run-observer.js";
 
@@ -137,9 +137,7 @@ export class ToolRunner {
   prepare(toolName: string, options: ExecuteCallOptions, requireActive: boolean): PreparedRun {
     ensure(checkToolName(toolName));
     const requested = options.timeoutMs ?? 0;
-    if (requested > maxTimeoutMs) {
-      throw invalidRequest(`timeout_ms ${requested} is too long: the limit is ${maxTimeoutMs} (one day)`, toolName);
-    }
+    checkDurationMs("timeout_ms", requested, toolName);
     const tool = this.registry.get(toolName);
     const toolMaximum = tool?.spec.maxTimeoutMs ?? 0;
     if (toolMaximum > 0 && requested > toolMaximum) {

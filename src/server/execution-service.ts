@@ -5,6 +5,8 @@ import type { ExecutionRecord } from "../executions/execution-record.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
+import { watchForCall } from "./call-run.js";
+import { listExecutionsPage } from "./list-executions-page.js";
 
 /** Features this server offers, as GetCapabilities lists them. */
 const features = [
@@ -59,7 +61,7 @@ export function createExecutionService(
 
     async *watchExecution(request, context) {
       const record = recordFor(request.executionId, "read", context);
-      for await (const event of executions.watch(record, Number(request.afterSequence), context.signal))
+      for await (const event of watchForCall(executions, record, Number(request.afterSequence), context, false))
         yield { event };
     },
 
@@ -70,13 +72,8 @@ export function createExecutionService(
     listExecutions(request, context) {
       if (request.toolName !== "") ensure(checkToolName(request.toolName));
       const caller = callerOf(context);
-      const page = executions.list(request);
-      return {
-        executions: page.records
-          .filter((record) => isAllowed(caller, "read", record.init.toolName))
-          .map((record) => record.toProto()),
-        nextPageToken: page.nextPageToken,
-      };
+      const mayRead = (record: ExecutionRecord): boolean => isAllowed(caller, "read", record.init.toolName);
+      return listExecutionsPage(executions, request, mayRead, maxMessageBytes);
     },
 
     cancelExecution(request, context) {

@@ -6,6 +6,10 @@ import { checkToolName, ensure, isToolName, quote } from "../registry/names.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf } from "./call-context.js";
+import { defaultConnectionOptions } from "./connection-options.js";
+import { fitToolPage } from "./fit-tool-page.js";
+
+const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
 
 const changeTypes: Record<WatchItem["kind"], ToolChangeType> = {
   snapshot: ToolChangeType.SNAPSHOT,
@@ -21,7 +25,10 @@ const changeTypes: Record<WatchItem["kind"], ToolChangeType> = {
  * caller's permission: `register` to register or remove, `read` to get; listings and watches only
  * show the tools the caller may read.
  */
-export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof RegistryService> {
+export function createRegistryService(
+  runtime: ToolRuntime,
+  maxMessageBytes = defaultMaxMessageBytes,
+): ServiceImpl<typeof RegistryService> {
   const { registries } = runtime;
   const readable = (context: HandlerContext) => {
     const caller = callerOf(context);
@@ -61,7 +68,7 @@ export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof 
     listTools(request, context) {
       const mayRead = readable(context);
       const page = registries.get(request.registry).list({ ...request, include: (spec) => mayRead(spec.name) });
-      return { tools: page.tools, nextPageToken: page.nextPageToken, registryVersion: page.version };
+      return { ...fitToolPage(page, maxMessageBytes), registryVersion: page.version };
     },
 
     removeTool(request, context) {

@@ -1,10 +1,12 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
-import { abortReasonText } from "../errors/abort-reason.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
+import { awaitForCall, bindRunToCall, watchForCall } from "./call-run.js";
+import { defaultConnectionOptions } from "./connection-options.js";
+import { fitToolPage } from "./fit-tool-page.js";
 
 /**
  * The RunnerService RPCs over a runtime, written once for every transport. Activating, executing,
@@ -12,7 +14,10 @@ import { callerOf, traceParentKey } from "./call-context.js";
  * unsafe needs `execute_unsafe` too; discovery only shows the tools the caller may read. Executions
  * go through the execution manager, so they are admitted, recorded and watchable like any run.
  */
-export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof RunnerService> {
+export function createRunnerService(
+  runtime: ToolRuntime,
+  maxMessageBytes = defaultConnectionOptions.maxMessageBytes,
+): ServiceImpl<typeof RunnerService> {
   const { registries, runners, executions } = runtime;
 
   /** Checks the name and the caller's right to execute the tool. */
@@ -34,7 +39,7 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
       const registry = request.registry === "" ? runner.registry : registries.get(request.registry);
       const caller = callerOf(context);
       const page = runner.discover(registry, { ...request, include: (spec) => isAllowed(caller, "read", spec.name) });
-      return { tools: page.tools, nextPageToken: page.nextPageToken };
+      return fitToolPage(page, maxMessageBytes);
     },
 
     activateTool(request, context) {
@@ -44,7 +49,7 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
 
     async executeTool(request, context) {
       authorizeExecution(request.toolName, context);
-      const { record } = executions.start({
+      const { record, deduplicated } = executions.start({
         runner: runners.get(request.runner),
         requireActive: true,
         toolName: request.toolName,
@@ -53,14 +58,13 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
         options: request.options,
         ...callFacts(context),
       });
-      // The run belongs to this call: when the call goes away, so does the run.
-      const onAbort = (): void =>
-        void executions.cancel(record.id, abortReasonText(context.signal.reason, "the client went away"));
-      context.signal.addEventListener("abort", onAbort, { once: true });
+      // A run this call created ends with the call; one it attached to (same idempotency key)
+      // belongs to the call that created it and goes on.
+      const unbind = deduplicated ? undefined : bindRunToCall(executions, record, context);
       try {
-        return { executionId: record.id, result: await record.done };
+        return { executionId: record.id, result: await awaitForCall(record, context, !deduplicated) };
       } finally {
-        context.signal.removeEventListener("abort", onAbort);
+        unbind?.();
       }
     },
 
@@ -71,32 +75,31 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
 
     async *runTool(request, context) {
       authorizeExecution(request.toolName, context);
-      const { record } = executions.start({
+      // A detached run outlives this call, so the call's deadline does not bound it.
+      const detach = request.options?.detachOnDisconnect ?? false;
+      const facts = callFacts(context);
+      const { record, deduplicated } = executions.start({
         runner: runners.createPrivate(),
         requireActive: false,
         toolName: request.toolName,
         inputs: request.inputs ?? {},
         timeoutMs: request.timeoutMs,
         options: request.options,
-        ...callFacts(context),
+        ...facts,
+        deadlineMs: detach ? undefined : facts.deadlineMs,
       });
       // When the call ends early (the client left, its deadline passed, or the server shuts down),
-      // the run is cancelled and the stream still delivers its last events to whoever is there;
-      // with detach_on_disconnect the run goes on and this stream simply stops.
-      const detach = request.options?.detachOnDisconnect ?? false;
-      const stopWatching = new AbortController();
-      const onAbort = (): void => {
-        if (detach) stopWatching.abort();
-        else if (record.isLive)
-          executions.cancel(record.id, abortReasonText(context.signal.reason, "the client went away"));
-      };
-      context.signal.addEventListener("abort", onAbort, { once: true });
+      // a run this call created is cancelled (a deadline ends it as a TimeoutError) and the stream
+      // still delivers its last events to whoever is there. A detached run, or an earlier run this
+      // call attached to by its idempotency key, goes on and this stream simply stops.
+      const owned = !deduplicated && !detach;
+      const unbind = owned ? bindRunToCall(executions, record, context) : undefined;
       try {
-        for await (const event of executions.watch(record, 0, stopWatching.signal)) yield { event };
+        for await (const event of watchForCall(executions, record, 0, context, owned)) yield { event };
       } finally {
-        context.signal.removeEventListener("abort", onAbort);
+        unbind?.();
         // Reached with the run live only when the transport stopped reading this stream.
-        if (record.isLive && !detach) executions.cancel(record.id, "the client went away");
+        if (record.isLive && owned) executions.cancel(record.id, "the client went away");
       }
     },
   };

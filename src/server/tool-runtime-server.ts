@@ -12,6 +12,7 @@ import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
 import { createServerMetrics } from "../telemetry/metrics.js";
 import { createTracing, type TracingOptions } from "../telemetry/tracing.js";
 import { peerCertificateKey } from "./call-context.js";
+import { cancelledResultGraceMs } from "./call-run.js";
 import { wrapService } from "./call-pipeline.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
@@ -73,9 +74,6 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Time that calls cancelled at the end of the shutdown grace period get to send their results. */
-const cancelledResultGraceMs = 500;
-
 /** Default largest message: 4 MiB, the gRPC default. */
 export const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
 
@@ -132,8 +130,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     authenticate: createAuthenticator(identities),
     observers: [tracing.callObserver, metrics.callObserver, createCallLogger(logger)],
   };
-  const registry = wrapService(RegistryService, createRegistryService(runtime), pipeline);
-  const runner = wrapService(RunnerService, createRunnerService(runtime), pipeline);
+  const registry = wrapService(RegistryService, createRegistryService(runtime, connection.maxMessageBytes), pipeline);
+  const runner = wrapService(RunnerService, createRunnerService(runtime, connection.maxMessageBytes), pipeline);
   const provider = wrapService(ProviderService, createProviderService(runtime), pipeline);
   const execution = wrapService(
     ExecutionService,

@@ -2,8 +2,8 @@ import { EventEmitter } from "node:events";
 import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
 
 /**
- * Where test tools tell the tests what happened inside the server: "aborted" (executionId, reason)
- * when test.wait_for_cancel sees its signal abort, "late" (executionId) when test.late resolves.
+ * Where test tools tell the tests what happened inside the server: "waiting" (executionId) when
+ * test.wait_for_cancel starts waiting, "aborted" (executionId, reason) when it sees its signal abort, "late" (executionId) when test.late resolves.
  */
 export const testToolEvents = new EventEmitter();
 
@@ -99,6 +99,7 @@ export const testTools: readonly DefinedTool[] = [
     handler: (_inputs, context) =>
       new Promise((_resolve, reject) => {
         context.reportProgress({ fraction: 0.5, message: "waiting for cancel" });
+        testToolEvents.emit("waiting", context.executionId);
         context.signal.addEventListener(
           "abort",
           () => {

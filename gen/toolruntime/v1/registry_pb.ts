@@ -156,7 +156,8 @@ export type ListToolsRequest = Message<"toolruntime.v1.ListToolsRequest"> & {
   toolType: string;
 
   /**
-   * Maximum number of tools in the response, 1 to 1,000; 0 means 100.
+   * Maximum number of tools in the response, 1 to 1,000; 0 means 100. A page may hold fewer, to
+   * fit the message limit: follow `next_page_token` until it is empty.
    *
    * @generated from field: uint32 page_size = 4;
    */
@@ -433,6 +434,8 @@ export const RegistryService: GenService<{
   },
   /**
    * Lists tools in name order, optionally filtered by namespace and tool type, one page at a time.
+   * A page always fits the message limit: it ends early, with a `next_page_token`, when the next
+   * spec would not fit (a page holds at least one tool).
    * Errors: INVALID_ARGUMENT (invalid filter, page size or page token), NOT_FOUND (no such
    * registry; the "default" registry always exists).
    *

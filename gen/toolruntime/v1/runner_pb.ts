@@ -54,7 +54,8 @@ export type DiscoverToolsRequest = Message<"toolruntime.v1.DiscoverToolsRequest"
   toolType: string;
 
   /**
-   * Maximum number of tools in the response, 1 to 1,000; 0 means 100.
+   * Maximum number of tools in the response, 1 to 1,000; 0 means 100; fewer when the message
+   * limit is reached first.
    *
    * @generated from field: uint32 page_size = 5;
    */
@@ -372,7 +373,8 @@ export const RunToolResponseSchema: GenMessage<RunToolResponse> = /*@__PURE__*/
 export const RunnerService: GenService<{
   /**
    * Lists the tools a runner can see: those of the default registry, or of another registry named
-   * in the request (the alternate registry of dynamic discovery). Paginated like ListTools.
+   * in the request (the alternate registry of dynamic discovery). Paginated like ListTools, and
+   * like it bounded by the message limit as well as by `page_size`.
    * Errors: INVALID_ARGUMENT (invalid names, filter, page size or token), NOT_FOUND (no such
    * registry).
    *
@@ -400,7 +402,10 @@ export const RunnerService: GenService<{
    * the smallest of `timeout_ms` (or the tool's default timeout) and the RPC deadline.
    * Errors: INVALID_ARGUMENT (invalid names or timeout), NOT_FOUND (no such tool,
    * "NotFoundError"), FAILED_PRECONDITION (the tool is not active in the runner,
-   * "NotActiveError"; or this server has no handler for it, "HandlerMissingError").
+   * "NotActiveError"; or this server has no handler for it, "HandlerMissingError"),
+   * DEADLINE_EXCEEDED (the RPC deadline passed: the run ends as a "TimeoutError"; when the call
+   * attached to an earlier run by its idempotency key, that run goes on). Only the call that
+   * created a run cancels it by going away.
    *
    * @generated from rpc toolruntime.v1.RunnerService.ExecuteTool
    */
@@ -423,9 +428,13 @@ export const RunnerService: GenService<{
   /**
    * Runs the whole lifecycle of one tool (discover, activate, execute, deactivate) and streams one
    * RunEvent per transition, ending with exactly one COMPLETED event that carries the result. The
-   * run uses a private activation that no other client sees. Cancelling the stream cancels the run.
+   * run uses a private activation that no other client sees. Cancelling the stream cancels a run
+   * this call created.
    * Errors (before the first event): INVALID_ARGUMENT (invalid name or timeout), NOT_FOUND (no such
    * tool, "NotFoundError"), FAILED_PRECONDITION (no handler, "HandlerMissingError").
+   * Later: DEADLINE_EXCEEDED after the COMPLETED event of a run the deadline ended (a
+   * "TimeoutError"), or at the deadline for a detached run or one attached by its idempotency key
+   * (which go on).
    *
    * @generated from rpc toolruntime.v1.RunnerService.RunTool
    */

@@ -1,0 +1,157 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { abortReasonText } from "../errors/abort-reason.js";
+import { DeadlineExceededError } from "../errors/deadline-exceeded.js";
+import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import type { ExecutionManager } from "../executions/execution-manager.js";
+import type { ExecutionRecord } from "../executions/execution-record.js";
+import { quote } from "../registry/names.js";
+
+/**
+ * Time a watcher waits, once shutdown cancelled every run, for its run's terminal event; it must
+ * stay below the time the server then gives calls to send their last messages (see
+ * `cancelledResultGraceMs`), so that a watcher whose run cannot end gets UNAVAILABLE, not a cut.
+ */
+export const shutdownWatchGraceMs = 400;
+
+/** Time the server gives calls, once shutdown cancelled every run, before it cuts connections, in ms. */
+export const cancelledResultGraceMs = 500;
+
+/**
+ * A call whose signal aborts this close to its deadline (ms) ended by its deadline: the client's
+ * own deadline timer fires before the server's, which starts when the request arrives.
+ */
+const deadlineToleranceMs = 100;
+
+/** Why a call's signal aborted: its deadline passed, the server shuts down, or the client left. */
+export type CallEnd = "deadline" | "shutdown" | "client";
+
+/** How the call ended early, or undefined while it goes on. */
+export function callEndOf(context: HandlerContext): CallEnd | undefined {
+  const signal = context.signal;
+  if (!signal.aborted) return undefined;
+  const reason: unknown = signal.reason;
+  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) return "deadline";
+  if (reason instanceof ConnectError && reason.code === Code.Unavailable) return "shutdown";
+  const leftMs = context.timeoutMs();
+  return leftMs !== undefined && leftMs <= deadlineToleranceMs ? "deadline" : "client";
+}
+
+/**
+ * Makes `record` end with the call that created it: when the call goes away, the run is
+ * cancelled; when its deadline passes, the run ends as a "TimeoutError". Only the call that
+ * created the run may do this: a call that attached to an earlier run (same idempotency key) or a
+ * detached one must not bind it. Returns the function that unbinds it.
+ */
+export function bindRunToCall(
+  executions: ExecutionManager,
+  record: ExecutionRecord,
+  context: HandlerContext,
+): () => void {
+  const onAbort = (): void => {
+    if (!record.isLive) return;
+    const end = callEndOf(context);
+    executions.cancel(
+      record.id,
+      end === "deadline" ? new DeadlineExceededError() : abortReasonText(context.signal.reason, "the client went away"),
+    );
+  };
+  if (context.signal.aborted) onAbort();
+  else context.signal.addEventListener("abort", onAbort, { once: true });
+  return () => context.signal.removeEventListener("abort", onAbort);
+}
+
+/**
+ * The result of a run for a unary call: the run's result, or the status the call ends with when
+ * it ended first. A call that owns the run waits for its end (the binding stops it at once); one
+ * that attached to another's run stops waiting when it goes away. Throws DEADLINE_EXCEEDED when
+ * the call's deadline passed, UNAVAILABLE on shutdown for a run this call does not own.
+ */
+export async function awaitForCall(
+  record: ExecutionRecord,
+  context: HandlerContext,
+  owned: boolean,
+): Promise<ToolResult> {
+  if (owned) {
+    const result = await record.done;
+    if (callEndOf(context) === "deadline") throw deadlineExceeded(record, true);
+    return result;
+  }
+  let onAbort: (() => void) | undefined;
+  const left = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    if (context.signal.aborted) resolve(undefined);
+    else context.signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    const result = await Promise.race([record.done, left]);
+    if (result) return result;
+  } finally {
+    if (onAbort) context.signal.removeEventListener("abort", onAbort);
+  }
+  throw callEnded(record, context, false);
+}
+
+/**
+ * The events of a run for a streaming call, from `afterSequence`. With `untilEnd` (the call owns
+ * the run and the binding ends it when the call goes away) the stream goes on to the COMPLETED
+ * event; otherwise it stops when the client leaves. On shutdown every watcher waits for the run's
+ * terminal event (shutdown cancels every run) for {@link shutdownWatchGraceMs}, and gets UNAVAILABLE
+ * when it does not come. A call whose deadline passed ends with DEADLINE_EXCEEDED.
+ */
+export async function* watchForCall(
+  executions: ExecutionManager,
+  record: ExecutionRecord,
+  afterSequence: number,
+  context: HandlerContext,
+  untilEnd: boolean,
+): AsyncGenerator<RunEvent> {
+  const stop = new AbortController();
+  let shutdownTimer: NodeJS.Timeout | undefined;
+  const onAbort = (): void => {
+    const end = callEndOf(context);
+    if (end === "shutdown") shutdownTimer = setTimeout(() => stop.abort(), shutdownWatchGraceMs);
+    else if (!untilEnd) stop.abort();
+  };
+  if (context.signal.aborted) onAbort();
+  else context.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    yield* executions.watch(record, afterSequence, stop.signal);
+  } finally {
+    context.signal.removeEventListener("abort", onAbort);
+    clearTimeout(shutdownTimer);
+  }
+  const end = callEndOf(context);
+  if (end === "deadline") throw deadlineExceeded(record, untilEnd);
+  if (record.isLive && end === "shutdown") throw callEnded(record, context, untilEnd);
+}
+
+function callEnded(record: ExecutionRecord, context: HandlerContext, owned: boolean): Error {
+  const end = callEndOf(context);
+  if (end === "deadline") return deadlineExceeded(record, owned);
+  if (end === "shutdown") {
+    return new ToolRuntimeError(
+      "UNAVAILABLE",
+      ErrorType.Unavailable,
+      `the server is shutting down and run ${quote(record.id)} of ${quote(record.init.toolName)} did not end within the grace period: retry against a running server`,
+      record.init.toolName,
+    );
+  }
+  return new ConnectError(
+    abortReasonText(context.signal.reason, "the call was cancelled by the client"),
+    Code.Canceled,
+  );
+}
+
+function deadlineExceeded(record: ExecutionRecord, owned: boolean): ToolRuntimeError {
+  const tool = record.init.toolName;
+  return new ToolRuntimeError(
+    "DEADLINE_EXCEEDED",
+    ErrorType.Timeout,
+    owned
+      ? `the call's deadline passed before run ${quote(record.id)} of ${quote(tool)} ended: the run timed out; allow a longer deadline`
+      : `the call's deadline passed before run ${quote(record.id)} of ${quote(tool)} ended: the run goes on; follow it with WatchExecution`,
+    tool,
+  );
+}
