@@ -66,9 +66,12 @@ export function compileLinearRegExp(pattern: string): LinearRegExp {
 }
 
 /** The linear-time engine in the shape ajv's `code.regExp` option takes. */
-export const linearRegExpEngine: NonNullable<CodeOptions["regExp"]> = Object.assign((pattern: string) => compileLinearRegExp(pattern), {
-  code: "compileLinearRegExp",
-});
+export const linearRegExpEngine: NonNullable<CodeOptions["regExp"]> = Object.assign(
+  (pattern: string) => compileLinearRegExp(pattern),
+  {
+    code: "compileLinearRegExp",
+  },
+);
 
 function findBacktrackingConstruct(ast: AST.Pattern): string | undefined {
   let found: string | undefined;

@@ -53,7 +53,12 @@ function describe(path: string, error: ErrorObject): string {
     case "enum": {
       const allowed = (params["allowedValues"] as unknown[] | undefined) ?? [];
       const hint =
-        typeof error.data === "string" ? didYouMean(error.data, allowed.filter((v) => typeof v === "string")) : "";
+        typeof error.data === "string"
+          ? didYouMean(
+              error.data,
+              allowed.filter((v) => typeof v === "string"),
+            )
+          : "";
       return `${path} is ${showValue(error.data)}: must be one of ${allowed.map(showValue).join(", ")}${hint}`;
     }
     case "const":

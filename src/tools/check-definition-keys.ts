@@ -96,7 +96,7 @@ function checkKeys(value: object, known: Readonly<Record<string, KeyKind>>, pref
 function describeValue(value: unknown): string {
   if (typeof value === "function") return "a function";
   if (typeof value === "bigint") return `${value}n`;
-  if (typeof value === "symbol" || value === undefined) return String(value);
-  const text = JSON.stringify(value) ?? String(value);
+  if (typeof value === "symbol") return value.toString();
+  const text = JSON.stringify(value) ?? "undefined";
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

@@ -95,9 +95,8 @@ describe("Strict definitions over the wire", () => {
         // Nothing more is sent: the stream stays open until the test ends it.
         await once(abort.signal, "abort");
       })();
-      const stream = createClient(ProviderService, transport())
-        .connect(requests, { signal: abort.signal })
-        [Symbol.asyncIterator]();
+      const responses = createClient(ProviderService, transport()).connect(requests, { signal: abort.signal });
+      const stream = responses[Symbol.asyncIterator]();
       try {
         await expectToolError(
           stream.next(),
