@@ -1,11 +1,15 @@
 import { pathToFileURL } from "node:url";
 import path from "node:path";
+import { suggestName } from "./errors/did-you-mean.js";
 import { defineTool, isDefinedTool, type DefinedTool, type ToolDefinitionInit } from "./tools/define-tool.js";
 
 /**
  * Imports a module of tools and returns every tool it exports: each export that is a tool made
- * by `defineTool`, a plain definition (`{ name, handler, ... }`), or an array of either. Throws an
- * Error naming the module when it cannot be imported or exports no tool.
+ * by `defineTool`, a plain definition (`{ name, handler, ... }`), or an array of either. A plain
+ * definition is checked like `defineTool` checks it (unknown keys are refused with the nearest known
+ * one), and so is an object with a `name` and a key that looks like a misspelt `handler`. Throws an
+ * Error naming the module when it cannot be imported, exports no tool, or exports an invalid
+ * definition.
  */
 export async function loadToolModule(modulePath: string): Promise<DefinedTool[]> {
   const url = pathToFileURL(path.resolve(modulePath)).href;
@@ -21,7 +25,7 @@ export async function loadToolModule(modulePath: string): Promise<DefinedTool[]>
   for (const value of Object.values(exports)) {
     for (const candidate of Array.isArray(value) ? value : [value]) {
       if (isDefinedTool(candidate)) tools.push(candidate);
-      else if (isToolDefinitionInit(candidate)) tools.push(defineTool(candidate));
+      else if (isToolDefinitionInit(candidate)) tools.push(defineFromModule(modulePath, candidate));
     }
   }
   if (tools.length === 0) {
@@ -32,11 +36,19 @@ export async function loadToolModule(modulePath: string): Promise<DefinedTool[]>
   return tools;
 }
 
+function defineFromModule(modulePath: string, definition: ToolDefinitionInit): DefinedTool {
+  try {
+    return defineTool(definition);
+  } catch (error) {
+    throw new Error(`tool module ${JSON.stringify(modulePath)}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 function isToolDefinitionInit(value: unknown): value is ToolDefinitionInit {
   return (
     typeof value === "object" &&
     value !== null &&
     typeof (value as { name?: unknown }).name === "string" &&
-    typeof (value as { handler?: unknown }).handler === "function"
+    Object.keys(value).some((key) => key === "handler" || suggestName(key, ["handler"]) === "handler")
   );
 }

@@ -2,7 +2,8 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolCapabilitySchema, ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkJsonObject } from "../json/check-json.js";
-import { compileSchema, type SchemaCheck } from "../json/schema-validator.js";
+import { showValue } from "../json/schema-errors.js";
+import { compileSchema, InvalidSchemaError, type SchemaCheck } from "../json/schema-validator.js";
 import { maxDurationMs } from "./check-duration.js";
 import { checkSegmentName, checkToolName, quote } from "./names.js";
 
@@ -22,12 +23,34 @@ export interface ValidatedSpec {
   readonly checkOutput: SchemaCheck | undefined;
 }
 
+/** How messages name the fields of a spec: as the author wrote them. */
+export interface SpecKeyNames {
+  readonly toolType: string;
+  readonly readOnly: string;
+  readonly defaultTimeoutMs: string;
+  readonly maxTimeoutMs: string;
+  readonly inputSchema: string;
+  readonly outputSchema: string;
+}
+
+/** The field names of ToolSpec on the wire (protobuf), the default of {@link validateSpec}. */
+export const wireKeyNames: SpecKeyNames = {
+  toolType: "tool_type",
+  readOnly: "read_only",
+  defaultTimeoutMs: "default_timeout_ms",
+  maxTimeoutMs: "max_timeout_ms",
+  inputSchema: "input_schema",
+  outputSchema: "output_schema",
+};
+
 /**
  * Checks a spec sent for registration and returns a clean copy (output-only fields cleared) with
  * its compiled schemas. Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
- * the name, the description, the tool type, the read_only rule, or a schema.
+ * the name, the description, the tool type, the read_only rule, or a schema (not draft 2020-12,
+ * an unknown keyword, a root that refuses objects, a pattern the linear-time engine refuses).
+ * Messages name fields by `keys` (default: the protobuf names).
  */
-export function validateSpec(spec: ToolSpec | undefined): ValidatedSpec {
+export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wireKeyNames): ValidatedSpec {
   if (!spec) throw registrationError("", "spec is missing: send the tool's ToolSpec");
   const nameError = checkToolName(spec.name);
   if (nameError) throw registrationError(spec.name, nameError.details);
@@ -38,7 +61,7 @@ export function validateSpec(spec: ToolSpec | undefined): ValidatedSpec {
       `description of ${quote(name)} has ${spec.description.length} characters: the limit is ${maxDescriptionLength}`,
     );
   }
-  const typeError = checkSegmentName(spec.toolType, "tool_type");
+  const typeError = checkSegmentName(spec.toolType, keys.toolType);
   if (typeError) throw registrationError(name, typeError.details);
   const capabilities = create(ToolCapabilitySchema, spec.capabilities ?? {});
   if (capabilities.readOnly && (capabilities.writes || capabilities.checkpointable)) {
@@ -47,29 +70,29 @@ export function validateSpec(spec: ToolSpec | undefined): ValidatedSpec {
       .join(" and ");
     throw registrationError(
       name,
-      `capabilities of ${quote(name)} are contradictory: a read_only tool cannot be ${flags}; clear read_only or ${flags}`,
+      `capabilities of ${quote(name)} are contradictory: a ${keys.readOnly} tool cannot be ${flags}; clear ${keys.readOnly} or ${flags}`,
     );
   }
   if (spec.defaultTimeoutMs > maxTimeoutMs) {
     throw registrationError(
       name,
-      `default_timeout_ms of ${quote(name)} is ${spec.defaultTimeoutMs}: the limit is ${maxTimeoutMs} (one day)`,
+      `${keys.defaultTimeoutMs} of ${quote(name)} is ${spec.defaultTimeoutMs}: the limit is ${maxTimeoutMs} (one day)`,
     );
   }
   if (spec.maxTimeoutMs > maxTimeoutMs) {
     throw registrationError(
       name,
-      `max_timeout_ms of ${quote(name)} is ${spec.maxTimeoutMs}: the limit is ${maxTimeoutMs} (one day)`,
+      `${keys.maxTimeoutMs} of ${quote(name)} is ${spec.maxTimeoutMs}: the limit is ${maxTimeoutMs} (one day)`,
     );
   }
   if (spec.maxTimeoutMs > 0 && spec.defaultTimeoutMs > spec.maxTimeoutMs) {
     throw registrationError(
       name,
-      `default_timeout_ms of ${quote(name)} (${spec.defaultTimeoutMs}) exceeds its max_timeout_ms (${spec.maxTimeoutMs}): lower the default or raise the maximum`,
+      `${keys.defaultTimeoutMs} of ${quote(name)} (${spec.defaultTimeoutMs}) exceeds its ${keys.maxTimeoutMs} (${spec.maxTimeoutMs}): lower the default or raise the maximum`,
     );
   }
-  const checkInputs = compileField(name, "input_schema", spec.inputSchema);
-  const checkOutput = compileField(name, "output_schema", spec.outputSchema);
+  const checkInputs = compileField(name, keys.inputSchema, spec.inputSchema);
+  const checkOutput = compileField(name, keys.outputSchema, spec.outputSchema);
   const clean = create(ToolSpecSchema, {
     name,
     description: spec.description,
@@ -88,14 +111,24 @@ function compileField(name: string, field: string, schema: JsonObject | undefine
   if (!schema) return undefined;
   const check = checkJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
   if (!check.ok) throw registrationError(name, `${check.problem} (tool ${quote(name)})`);
+  const rootProblem = checkAcceptsObjects(schema);
+  if (rootProblem) throw registrationError(name, `${field} of ${quote(name)} ${rootProblem}`);
   try {
     return compileSchema(schema);
   } catch (error) {
+    if (!(error instanceof InvalidSchemaError)) throw error;
     throw registrationError(
       name,
-      `${field} of ${quote(name)} is not a valid JSON Schema (draft 2020-12): ${(error as Error).message}`,
+      `${field} of ${quote(name)} is not a valid JSON Schema (draft 2020-12): ${error.message}`,
     );
   }
+}
+
+/** Inputs and outputs are always JSON objects: a root schema whose `type` excludes them is a mistake. */
+function checkAcceptsObjects(schema: JsonObject): string | undefined {
+  const type = schema["type"];
+  if (type === undefined || type === "object" || (Array.isArray(type) && type.includes("object"))) return undefined;
+  return `must accept a JSON object at its root (inputs and outputs are always objects), but its "type" is ${showValue(type)}: use "type": "object"`;
 }
 
 function registrationError(name: string, details: string): ToolRuntimeError {

@@ -1,7 +1,8 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { CheckpointHooks, ToolHandler } from "../registry/tool-definition.js";
-import { validateSpec } from "../registry/validate-spec.js";
+import { validateSpec, type SpecKeyNames } from "../registry/validate-spec.js";
+import { checkDefinitionKeys } from "./check-definition-keys.js";
 
 // A registry-wide symbol, so tools defined against another copy of this package are recognised.
 const definedToolBrand = Symbol.for("toolruntime.definedTool");
@@ -47,11 +48,26 @@ export interface DefinedTool {
   readonly hooks: CheckpointHooks | undefined;
 }
 
+/** Messages about a definition name its keys as the author wrote them. */
+const definitionKeyNames: SpecKeyNames = {
+  toolType: "toolType",
+  readOnly: "readOnly",
+  defaultTimeoutMs: "defaultTimeoutMs",
+  maxTimeoutMs: "maxTimeoutMs",
+  inputSchema: "inputSchema",
+  outputSchema: "outputSchema",
+};
+
 /**
- * Defines a tool that a server can register and execute in-process. Validates the spec at once
- * (name grammar, the read_only rule, the schemas) and throws a ToolRuntimeError saying what is wrong.
+ * Defines a tool that a server can register and execute in-process. Validates the definition at
+ * once and throws a ToolRuntimeError (INVALID_ARGUMENT, "RegistrationError") saying what is wrong:
+ * an unknown key (with the nearest known one: `input_schema` → `inputSchema`), a value of the
+ * wrong kind, the name grammar, the readOnly rule, or a schema (draft 2020-12, no unknown keywords,
+ * a root that accepts objects, patterns the linear-time engine can evaluate). Throws a TypeError
+ * without a handler.
  */
 export function defineTool(init: ToolDefinitionInit): DefinedTool {
+  checkDefinitionKeys(init);
   if (typeof init.handler !== "function") {
     throw new TypeError(`tool ${JSON.stringify(init.name)} has no handler: pass a function as "handler"`);
   }
@@ -67,6 +83,7 @@ export function defineTool(init: ToolDefinitionInit): DefinedTool {
       ...(init.inputSchema ? { inputSchema: init.inputSchema } : {}),
       ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
     }),
+    definitionKeyNames,
   );
   if (init.hooks && !spec.capabilities?.checkpointable) {
     throw new TypeError(

@@ -223,14 +223,14 @@ for (const stackName of clientStackNames) {
           "test.schema",
           { count: -1 },
           "InputValidationError",
-          "/count must be >= 0",
+          "/count is -1: must be >= 0",
         ],
         [
           "output that breaks the output schema",
           "test.schema",
           { count: 1, reply: { total: "x" } },
           "OutputValidationError",
-          "/total must be number",
+          '/total is "x": must be number',
         ],
         ["inputs nested too deeply", "builtin.echo", nest(70), "InputValidationError", "nested deeper than 64 levels"],
       ];
