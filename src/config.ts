@@ -434,9 +434,10 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   const get = (key: string): unknown => {
     const option = options.find((candidate) => candidate.key === key) as OptionSpec;
     const value = raw(option);
+    // An integer without a default (--health-port) is off unless set.
+    if (option.kind === "integer" && value === undefined) return undefined;
     switch (option.kind) {
       case "integer": {
-        if (value === undefined) return undefined;
         const number = typeof value === "number" ? value : Number(value);
         const text = String(value);
         if (!/^[0-9]+$/.test(text) || number < (option.min ?? 0) || number > (option.max ?? Number.MAX_SAFE_INTEGER)) {

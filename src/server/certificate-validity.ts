@@ -10,9 +10,12 @@ export function ensureCertificateValid(pem: Buffer, file: string, now: Date = ne
   try {
     certificate = new X509Certificate(pem);
   } catch (error) {
-    throw new Error(`certificate file ${JSON.stringify(file)} holds no readable certificate: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new Error(
+      `certificate file ${JSON.stringify(file)} holds no readable certificate: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   }
   const validFrom = new Date(certificate.validFrom);
   const validTo = new Date(certificate.validTo);

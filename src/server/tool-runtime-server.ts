@@ -147,7 +147,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const provider = wrapService(ProviderService, createProviderService(runtime), pipeline);
   const execution = wrapService(
     ExecutionService,
-    createExecutionService(runtime, connection.maxMessageBytes, { allowSelfApproval: options.allowSelfApproval ?? false }),
+    createExecutionService(runtime, connection.maxMessageBytes, {
+      allowSelfApproval: options.allowSelfApproval ?? false,
+    }),
     pipeline,
   );
   const shutdown = new AbortController();

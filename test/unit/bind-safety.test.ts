@@ -28,7 +28,15 @@ describe("isLoopback()", () => {
   });
 
   it("rejects every other address", () => {
-    for (const host of ["0.0.0.0", "::", "10.0.0.1", "::ffff:10.0.0.1", "128.0.0.1", "example.com", "127.0.0.1.nip.io"]) {
+    for (const host of [
+      "0.0.0.0",
+      "::",
+      "10.0.0.1",
+      "::ffff:10.0.0.1",
+      "128.0.0.1",
+      "example.com",
+      "127.0.0.1.nip.io",
+    ]) {
       expect(isLoopback(host), host).to.equal(false);
     }
   });

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
-import { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
+import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { RegistrySet } from "../../src/registry/registry-set.js";
 
 const spec = (name: string) => ({ spec: create(ToolSpecSchema, { name }) });

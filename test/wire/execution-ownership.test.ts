@@ -47,7 +47,10 @@ for (const stackName of clientStackNames) {
       expect(run.caller).to.equal("alice");
       const read = await client.executions.getExecution({ executionId: run.executionId }, as("alice"));
       expect(read.execution?.caller).to.equal("alice");
-      await client.executions.rejectExecution({ executionId: run.executionId, inputsDigest: run.inputsDigest }, as("alice"));
+      await client.executions.rejectExecution(
+        { executionId: run.executionId, inputsDigest: run.inputsDigest },
+        as("alice"),
+      );
     });
 
     it("refuses another identity reading, watching or cancelling a run with PERMISSION_DENIED", async () => {
@@ -119,7 +122,10 @@ for (const stackName of clientStackNames) {
     it("refuses the identity that started a run its approval, and lets another approve it", async () => {
       const run = await start("alice", "test.approval");
       await expectToolError(
-        client.executions.approveExecution({ executionId: run.executionId, inputsDigest: run.inputsDigest }, as("alice")),
+        client.executions.approveExecution(
+          { executionId: run.executionId, inputsDigest: run.inputsDigest },
+          as("alice"),
+        ),
         Code.PermissionDenied,
         "PermissionDeniedError",
         `identity "alice" started execution "${run.executionId}" and may not approve it: another identity with "approve" must decide, or the server must allow self-approval`,

@@ -26,8 +26,14 @@ describe("/metrics under authentication", () => {
     server = await startTestServer({ identities });
     const client = createClientStack("grpc-js", server);
     try {
-      await client.registry.registerTool({ spec: { name: secret } }, { headers: { authorization: "Bearer root-token" } });
-      await client.runner.activateTool({ toolName: "builtin.echo" }, { headers: { authorization: "Bearer root-token" } });
+      await client.registry.registerTool(
+        { spec: { name: secret } },
+        { headers: { authorization: "Bearer root-token" } },
+      );
+      await client.runner.activateTool(
+        { toolName: "builtin.echo" },
+        { headers: { authorization: "Bearer root-token" } },
+      );
       await client.runner.executeTool(
         { toolName: "builtin.echo", inputs: {} },
         { headers: { authorization: "Bearer root-token" } },
@@ -98,7 +104,9 @@ describe("Reflection and the README", () => {
 
   it("lists exactly the services the README says it lists", async () => {
     const readme = await readFile(new URL("../../../README.md", import.meta.url), "utf8");
-    const sentence = /Server reflection \(v1 and v1alpha\) lists and describes (.+?), so `buf curl`/.exec(readme.replace(/\s+/g, " "));
+    const sentence = /Server reflection \(v1 and v1alpha\) lists and describes (.+?), so `buf curl`/.exec(
+      readme.replace(/\s+/g, " "),
+    );
     expect(sentence, "the README's reflection sentence").to.not.equal(null);
     const documented = [...(sentence?.[1] ?? "").matchAll(/`(?:toolruntime\.v1\.)?(\w+Service)`/g)].map(
       (match) => `toolruntime.v1.${match[1]}`,

@@ -45,16 +45,19 @@ for (const stackName of clientStackNames) {
       );
       // A watcher that last saw version 2 of "first" resumes and sees what comes next, numbered after it.
       const abort = new AbortController();
-      const iterator = client.registry
-        .watchTools({ registry: "first", fromVersion: registryVersion }, { signal: abort.signal })
-        [Symbol.asyncIterator]();
+      const stream = client.registry.watchTools(
+        { registry: "first", fromVersion: registryVersion },
+        { signal: abort.signal },
+      );
+      const iterator = stream[Symbol.asyncIterator]();
       const next = iterator.next();
       // The watch is subscribed before its first message: registering then reaches it.
       await waitForSubscriber(server, "first");
       await register("first", "ns.back");
       const change = await next;
       abort.abort();
-      expect([change.value?.type, change.value?.spec?.name, change.value?.version]).to.deep.equal([
+      if (change.done === true) throw new Error("the watch ended without a change");
+      expect([change.value.type, change.value.spec?.name, change.value.version]).to.deep.equal([
         ToolChangeType.ADDED,
         "ns.back",
         3n,

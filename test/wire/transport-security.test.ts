@@ -66,10 +66,23 @@ describe("Transport security at startup", () => {
     await run("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", keyFile]);
     await run("openssl", ["req", "-new", "-key", keyFile, "-subj", "/CN=127.0.0.1", "-out", `${certFile}.csr`]);
     // A negative validity makes a certificate whose notAfter is a day before its notBefore: expired now.
-    await run("openssl", ["x509", "-req", "-in", `${certFile}.csr`, "-signkey", keyFile, "-days", "-1", "-out", certFile]);
+    await run("openssl", [
+      "x509",
+      "-req",
+      "-in",
+      `${certFile}.csr`,
+      "-signkey",
+      keyFile,
+      "-days",
+      "-1",
+      "-out",
+      certFile,
+    ]);
     const failure = await startFailure(() => startTestServer({ tls: { certFile, keyFile } }));
     expect(failure?.message).to.match(
-      new RegExp(`^certificate file ${JSON.stringify(certFile)} expired on \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z: renew the certificate$`),
+      new RegExp(
+        `^certificate file ${JSON.stringify(certFile)} expired on \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z: renew the certificate$`,
+      ),
     );
   });
 });
