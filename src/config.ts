@@ -32,6 +32,8 @@ export interface ServerConfig {
   readonly tls: TlsFiles | undefined;
   readonly identities: readonly IdentityConfig[];
   readonly allowInsecureRemote: boolean;
+  readonly allowSelfApproval: boolean;
+  readonly healthPort: number | undefined;
   readonly help: boolean;
 }
 
@@ -254,7 +256,23 @@ const options: readonly OptionSpec[] = [
     flag: "allow-insecure-remote",
     kind: "boolean",
     fallback: false,
-    text: "allow a non-loopback --host without TLS or identities",
+    text: "allow a non-loopback --host without both TLS and identities",
+  },
+  {
+    key: "allowSelfApproval",
+    flag: "allow-self-approval",
+    kind: "boolean",
+    fallback: false,
+    text: "let the identity that started a run needing approval approve it",
+  },
+  {
+    key: "healthPort",
+    flag: "health-port",
+    kind: "integer",
+    fallback: undefined,
+    min: 0,
+    max: 65535,
+    text: "plain-HTTP port serving only /healthz and /readyz, for probes without client certificates",
   },
   {
     key: "logLevel",
@@ -416,6 +434,8 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   const get = (key: string): unknown => {
     const option = options.find((candidate) => candidate.key === key) as OptionSpec;
     const value = raw(option);
+    // An integer without a default (--health-port) is off unless set.
+    if (option.kind === "integer" && value === undefined) return undefined;
     switch (option.kind) {
       case "integer": {
         const number = typeof value === "number" ? value : Number(value);
@@ -490,6 +510,8 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
         : { certFile: tlsCert, keyFile: tlsKey, ...(tlsClientCa === undefined ? {} : { clientCaFile: tlsClientCa }) },
     identities: (file["identities"] as IdentityConfig[] | undefined) ?? [],
     allowInsecureRemote: get("allowInsecureRemote") as boolean,
+    allowSelfApproval: get("allowSelfApproval") as boolean,
+    healthPort: get("healthPort") as number | undefined,
     help: (flags["help"] as boolean | undefined) ?? false,
   };
 }

@@ -2,12 +2,27 @@ import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 
 /** What an identity may do, on the tools whose names match a grant's patterns. */
-export const actions = ["read", "register", "execute", "execute_unsafe", "approve", "provide", "admin"] as const;
+export const actions = [
+  "read",
+  "register",
+  "execute",
+  "execute_unsafe",
+  "approve",
+  "provide",
+  "executions.read_all",
+  "executions.cancel_all",
+  "registries.create",
+  "metrics.read",
+  "admin",
+] as const;
 
 /**
  * One permission: `read` (get, list, discover, watch), `register` (register, remove), `execute`
  * (activate, execute, deactivate, run), `execute_unsafe` (execute tools flagged unsafe), `approve`,
- * `provide` (serve tools as a provider), `admin` (everything).
+ * `provide` (serve tools as a provider), `executions.read_all` (get, watch and list runs that other
+ * identities started), `executions.cancel_all` (cancel them), `registries.create` (create a named
+ * registry; its patterns match the registry name), `metrics.read` (scrape /metrics; needs the
+ * pattern "*", because metrics name every tool), `admin` (everything).
  */
 export type Action = (typeof actions)[number];
 

@@ -74,6 +74,16 @@ export class ExecutionRecord {
     return this.init.id;
   }
 
+  /** The tool the run executes. */
+  get toolName(): string {
+    return this.init.toolName;
+  }
+
+  /** Name of the identity that started the run: its owner. */
+  get owner(): string {
+    return this.init.caller;
+  }
+
   /** SHA-256 (hex) of the inputs' canonical JSON, computed when first needed. */
   get inputsDigest(): string {
     this.#inputsDigest ??= inputsDigest(this.init.inputs);

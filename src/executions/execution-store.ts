@@ -19,6 +19,8 @@ export interface ListExecutionsQuery {
   readonly state: ExecutionState;
   readonly pageSize: number;
   readonly pageToken: string;
+  /** Only records this predicate accepts (what the caller may see); pages stay full. */
+  readonly include?: ((record: ExecutionRecord) => boolean) | undefined;
 }
 
 /**
@@ -114,6 +116,7 @@ export class ExecutionStore {
       .filter((record) => record.init.ordinal < before)
       .filter((record) => query.toolName === "" || record.init.toolName === query.toolName)
       .filter((record) => query.state === ExecutionState.UNSPECIFIED || record.state === query.state)
+      .filter((record) => query.include?.(record) ?? true)
       .sort((a, b) => b.init.ordinal - a.init.ordinal);
     const records = matches.slice(0, pageSize);
     const last = records.at(-1);

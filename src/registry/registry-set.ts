@@ -1,26 +1,33 @@
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkSegmentName, ensure, quote } from "./names.js";
 import { ToolRegistry, type ToolRegistryOptions } from "./tool-registry.js";
+import { VersionTombstones } from "./version-tombstones.js";
 
 /** The name that an empty registry name stands for. */
 export const defaultRegistryName = "default";
 
 /** Options of a {@link RegistrySet}. */
-export interface RegistrySetOptions extends ToolRegistryOptions {
+export interface RegistrySetOptions extends Omit<ToolRegistryOptions, "initialVersion"> {
   /** Most registries, the default one included. Default 64. */
   readonly maxRegistries?: number;
+  /** Most names of reclaimed registries whose last version is remembered. Default 10,000. */
+  readonly maxTombstones?: number;
 }
 
 /**
  * The named registries of a server. "default" always exists; another comes into being with its
- * first registration and stays for the life of the set.
+ * first registration. When the set is full, registries that are empty and unwatched are reclaimed
+ * to make room; each leaves its last version behind, so a registry re-created under its name
+ * continues from there and versions of a name never go back.
  */
 export class RegistrySet {
   readonly #registries = new Map<string, ToolRegistry>();
   readonly #maxRegistries: number;
+  readonly #tombstones: VersionTombstones;
 
   constructor(private readonly options: RegistrySetOptions = {}) {
     this.#maxRegistries = options.maxRegistries ?? 64;
+    this.#tombstones = new VersionTombstones(options.maxTombstones ?? 10_000);
     this.#registries.set(defaultRegistryName, new ToolRegistry(defaultRegistryName, options));
   }
 
@@ -36,13 +43,7 @@ export class RegistrySet {
   get(name: string): ToolRegistry {
     const resolved = resolveRegistryName(name);
     const registry = this.#registries.get(resolved);
-    if (!registry) {
-      throw new ToolRuntimeError(
-        "NOT_FOUND",
-        ErrorType.NotFound,
-        `registry ${quote(resolved)} does not exist: register a tool in it first, or omit the name for the default registry`,
-      );
-    }
+    if (!registry) throw notFound(resolved);
     return registry;
   }
 
@@ -58,24 +59,57 @@ export class RegistrySet {
 
   /**
    * The registry of that name, created when missing. Throws INVALID_ARGUMENT for an invalid name
-   * and RESOURCE_EXHAUSTED when the set holds its maximum of registries.
+   * and RESOURCE_EXHAUSTED when the set holds its maximum of registries and none can be reclaimed.
    */
   getOrCreate(name: string): ToolRegistry {
     const resolved = resolveRegistryName(name);
-    let registry = this.#registries.get(resolved);
-    if (!registry) {
-      if (this.#registries.size >= this.#maxRegistries) {
-        throw new ToolRuntimeError(
-          "RESOURCE_EXHAUSTED",
-          ErrorType.ResourceExhausted,
-          `registry ${quote(resolved)} cannot be created: the server holds its maximum of ${this.#maxRegistries} registries`,
-        );
-      }
-      registry = new ToolRegistry(resolved, this.options);
-      this.#registries.set(resolved, registry);
+    return this.#registries.get(resolved) ?? this.#create(resolved);
+  }
+
+  /**
+   * The registry to watch under that name: an existing one, or one that was reclaimed, brought
+   * back empty at its last version so that a watcher resuming from that version continues. Throws
+   * INVALID_ARGUMENT for an invalid name, NOT_FOUND for a name that never held a registry (or was
+   * forgotten), RESOURCE_EXHAUSTED when there is no room to bring it back.
+   */
+  getForWatch(name: string): ToolRegistry {
+    const resolved = resolveRegistryName(name);
+    const existing = this.#registries.get(resolved);
+    if (existing) return existing;
+    if (!this.#tombstones.has(resolved)) throw notFound(resolved);
+    return this.#create(resolved);
+  }
+
+  #create(name: string): ToolRegistry {
+    if (this.#registries.size >= this.#maxRegistries) this.#reclaim();
+    if (this.#registries.size >= this.#maxRegistries) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `registry ${quote(name)} cannot be created: the server holds its maximum of ${this.#maxRegistries} registries and none is empty and unwatched; remove the tools of one first`,
+      );
     }
+    const registry = new ToolRegistry(name, { ...this.options, initialVersion: this.#tombstones.take(name) });
+    this.#registries.set(name, registry);
     return registry;
   }
+
+  /** Drops every registry but the default that holds no tool and has no subscriber. */
+  #reclaim(): void {
+    for (const [name, registry] of this.#registries) {
+      if (name === defaultRegistryName || registry.size > 0 || registry.subscriberCount > 0) continue;
+      this.#registries.delete(name);
+      this.#tombstones.put(name, registry.version);
+    }
+  }
+}
+
+function notFound(name: string): ToolRuntimeError {
+  return new ToolRuntimeError(
+    "NOT_FOUND",
+    ErrorType.NotFound,
+    `registry ${quote(name)} does not exist: register a tool in it first, or omit the name for the default registry`,
+  );
 }
 
 /** Validates a registry name and resolves "" to the default. Throws INVALID_ARGUMENT. */

@@ -14,6 +14,11 @@ export interface ToolRegistryOptions {
   readonly maxTools?: number;
   /** How many recent changes are kept for watchers that resume. Default 10,000. */
   readonly retainedChanges?: number;
+  /**
+   * Version the registry starts at. Default 0. A registry re-created under a name that existed
+   * before starts where the old one ended, so versions never go back for watchers of that name.
+   */
+  readonly initialVersion?: bigint;
 }
 
 /** What to register: a spec, and a handler when this process can execute the tool. */
@@ -62,7 +67,7 @@ export class ToolRegistry {
   readonly #listeners = new Set<ToolChangeListener>();
   readonly #log: ChangeLog;
   readonly #maxTools: number;
-  #version = 0n;
+  #version: bigint;
 
   /** @param name the registry's name, used in messages */
   constructor(
@@ -70,10 +75,11 @@ export class ToolRegistry {
     options: ToolRegistryOptions = {},
   ) {
     this.#maxTools = options.maxTools ?? 100_000;
+    this.#version = options.initialVersion ?? 0n;
     this.#log = new ChangeLog(options.retainedChanges ?? 10_000);
   }
 
-  /** The number of changes made so far; 0 for a new registry. */
+  /** The version of the latest change; the initial version (0 by default) for a new registry. */
   get version(): bigint {
     return this.#version;
   }

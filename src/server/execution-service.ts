@@ -1,6 +1,12 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ExecutionService } from "../../gen/toolruntime/v1/execution_pb.js";
-import { ensureAllowed, isAllowed, type Action } from "../auth/permissions.js";
+import {
+  ensureExecutionAccess,
+  mayReadExecution,
+  type ExecutionAccess,
+  type ExecutionAccessOptions,
+} from "../auth/execution-access.js";
+import { ensureAllowed } from "../auth/permissions.js";
 import type { ExecutionRecord } from "../executions/execution-record.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
@@ -23,18 +29,21 @@ const features = [
 /**
  * The ExecutionService RPCs over a runtime, written once for every transport. Starting and
  * cancelling need `execute` on the tool (and `execute_unsafe` for unsafe tools), watching, getting
- * and listing need `read`, deciding an approval needs `approve`.
+ * and listing need `read`, deciding an approval needs `approve`. A run belongs to the identity that
+ * started it: another's run needs `executions.read_all` to be seen and `executions.cancel_all` to be
+ * cancelled, and its owner may not approve it unless `access.allowSelfApproval`.
  */
 export function createExecutionService(
   runtime: ToolRuntime,
   maxMessageBytes: number,
+  access: ExecutionAccessOptions = {},
 ): ServiceImpl<typeof ExecutionService> {
   const { runners, executions } = runtime;
 
-  /** The record of `id`, when the caller may do `action` on its tool. */
-  const recordFor = (id: string, action: Action, context: HandlerContext): ExecutionRecord => {
+  /** The record of `id`, when the caller may have that access to it. */
+  const recordFor = (id: string, kind: ExecutionAccess, context: HandlerContext): ExecutionRecord => {
     const record = executions.get(id);
-    ensureAllowed(callerOf(context), action, record.init.toolName);
+    ensureExecutionAccess(callerOf(context), kind, record, access);
     return record;
   };
 
@@ -72,12 +81,11 @@ export function createExecutionService(
     listExecutions(request, context) {
       if (request.toolName !== "") ensure(checkToolName(request.toolName));
       const caller = callerOf(context);
-      const mayRead = (record: ExecutionRecord): boolean => isAllowed(caller, "read", record.init.toolName);
-      return listExecutionsPage(executions, request, mayRead, maxMessageBytes);
+      return listExecutionsPage(executions, request, (record) => mayReadExecution(caller, record), maxMessageBytes);
     },
 
     cancelExecution(request, context) {
-      const record = recordFor(request.executionId, "execute", context);
+      const record = recordFor(request.executionId, "cancel", context);
       return { execution: executions.cancel(record.id, `cancelled by ${callerOf(context).name}`).toProto() };
     },
 
@@ -88,7 +96,7 @@ export function createExecutionService(
     },
 
     rejectExecution(request, context) {
-      const record = recordFor(request.executionId, "approve", context);
+      const record = recordFor(request.executionId, "reject", context);
       const decided = executions.decide(
         record.id,
         false,

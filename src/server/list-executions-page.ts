@@ -28,8 +28,8 @@ export function listExecutionsPage(
   include: (record: ExecutionRecord) => boolean,
   maxMessageBytes: number,
 ): MessageInitShape<typeof ListExecutionsResponseSchema> {
-  const page = executions.list(request);
-  const listed = page.records.filter(include).map((record) => ({ record, execution: toListed(record) }));
+  const page = executions.list({ ...request, include });
+  const listed = page.records.map((record) => ({ record, execution: toListed(record) }));
   const fitted = fitPage(
     listed,
     ({ record, execution }) => {

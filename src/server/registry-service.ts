@@ -1,8 +1,10 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { type RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
+import { ensureMayCreateRegistry } from "../auth/registry-access.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkToolName, ensure, isToolName, quote } from "../registry/names.js";
+import { resolveRegistryName } from "../registry/registry-set.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf } from "./call-context.js";
@@ -23,7 +25,8 @@ const changeTypes: Record<WatchItem["kind"], ToolChangeType> = {
 /**
  * The RegistryService RPCs over a runtime, written once for every transport. Each checks the
  * caller's permission: `register` to register or remove, `read` to get; listings and watches only
- * show the tools the caller may read.
+ * show the tools the caller may read. Registering into a registry that does not exist creates it,
+ * which needs `registries.create` on its name.
  */
 export function createRegistryService(
   runtime: ToolRuntime,
@@ -45,7 +48,11 @@ export function createRegistryService(
       }
       // An invalid name is the registry's RegistrationError; only a valid one can be authorised.
       if (isToolName(request.spec.name)) ensureAllowed(callerOf(context), "register", request.spec.name);
-      const registry = registries.getOrCreate(request.registry);
+      let registry = registries.find(request.registry);
+      if (!registry) {
+        ensureMayCreateRegistry(callerOf(context), resolveRegistryName(request.registry));
+        registry = registries.getOrCreate(request.registry);
+      }
       return registry.register({ spec: request.spec }, { replace: request.replace });
     },
 
@@ -80,7 +87,7 @@ export function createRegistryService(
 
     async *watchTools(request, context) {
       const mayRead = readable(context);
-      const registry = registries.get(request.registry);
+      const registry = registries.getForWatch(request.registry);
       const items = watchRegistry(registry, {
         fromVersion: request.fromVersion,
         signal: context.signal,

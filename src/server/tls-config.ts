@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { ensureCertificateValid } from "./certificate-validity.js";
 
 /** Certificate files for TLS on both ports. */
 export interface TlsFiles {
@@ -20,7 +21,10 @@ export interface TlsMaterial {
   readonly clientCa: Buffer | undefined;
 }
 
-/** Reads the certificate files; throws an Error naming the file that cannot be read. */
+/**
+ * Reads the certificate files; throws an Error naming the file that cannot be read, or the
+ * certificate file when its certificate is expired or not yet valid.
+ */
 export function readTlsFiles(files: TlsFiles): TlsMaterial {
   const read = (path: string, what: string): Buffer => {
     try {
@@ -30,8 +34,10 @@ export function readTlsFiles(files: TlsFiles): TlsMaterial {
     }
   };
   const clientCa = files.clientCaFile === undefined ? undefined : read(files.clientCaFile, "client CA file");
+  const cert = read(files.certFile, "certificate file");
+  ensureCertificateValid(cert, files.certFile);
   return {
-    cert: read(files.certFile, "certificate file"),
+    cert,
     key: read(files.keyFile, "key file"),
     clientCa,
   };

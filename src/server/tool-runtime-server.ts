@@ -15,12 +15,15 @@ import { peerCertificateKey } from "./call-context.js";
 import { cancelledResultGraceMs } from "./call-run.js";
 import { wrapService } from "./call-pipeline.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
+import { ensureSafeBind } from "./bind-safety.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
 import { bindGrpcServer, createGrpcServer, shutdownGrpcServer } from "./grpc-listener.js";
 import { addReflectionToGrpcServer } from "./grpc-reflection.js";
 import { addHealthToGrpcServer } from "./health.js";
+import { listenHealth, type HealthListener } from "./health-listener.js";
 import { withOperationalEndpoints } from "./http-endpoints.js";
 import { listenHttp, type HttpListener, type NodeRequestHandler } from "./http-listener.js";
+import { createMetricsGate } from "./metrics-access.js";
 import { peerCertificateOf } from "./peer-certificate.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { createRegistryService } from "./registry-service.js";
@@ -46,10 +49,18 @@ export interface ServerOptions extends ToolRuntimeOptions {
   /** Identities allowed to call, with their permissions. Default: none, so authentication is off. */
   readonly identities?: readonly IdentityConfig[];
   /**
-   * Listen on an address other than loopback without TLS or authentication. Default false: the
-   * server refuses to start, because anyone on the network could then run its tools.
+   * Listen on an address other than loopback without both TLS and identities. Default false: the
+   * server refuses to start, because without TLS tokens cross the network in clear and without
+   * identities every caller is an admin.
    */
   readonly allowInsecureRemote?: boolean;
+  /** Let the identity that started a run needing approval approve it. Default false. */
+  readonly allowSelfApproval?: boolean;
+  /**
+   * Port of a cleartext HTTP/1.1 listener on `host` serving only /healthz and /readyz, for probes
+   * that have no client certificate under mutual TLS. Default: none; 0 picks a free port.
+   */
+  readonly healthPort?: number | undefined;
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
   /** Logger for audit records of executions. Default: the main logger. */
@@ -67,6 +78,8 @@ export interface RunningServer {
   readonly grpcAddress: string;
   /** "http://host:port" (or https) of the HTTP port. */
   readonly httpUrl: string;
+  /** "http://host:port" of the plain health port, when one was asked for. */
+  readonly healthUrl: string | undefined;
   /**
    * Stops both ports: health turns NOT_SERVING, new calls get UNAVAILABLE, connections get GOAWAY,
    * calls in flight get `graceMs` (default 5,000) to finish, then the rest are cancelled.
@@ -77,11 +90,6 @@ export interface RunningServer {
 /** Default largest message: 4 MiB, the gRPC default. */
 export const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
 
-/** Whether `host` is a loopback address, reachable from this machine only. */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
 /**
  * Starts the service on both ports with one implementation behind both: native gRPC through
  * grpc-js (with health and reflection), and Connect plus gRPC-Web through connect-node (with
@@ -91,11 +99,12 @@ export function isLoopback(host: string): boolean {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const identities = options.identities ?? [];
-  if (!isLoopback(host) && !options.tls && identities.length === 0 && !options.allowInsecureRemote) {
-    throw new Error(
-      `refusing to listen on ${JSON.stringify(host)} without TLS or authentication: anyone who can reach it could run its tools; configure TLS or identities, or allow it explicitly`,
-    );
-  }
+  ensureSafeBind({
+    host,
+    tls: options.tls !== undefined,
+    identities: identities.length,
+    allowInsecureRemote: options.allowInsecureRemote ?? false,
+  });
   const connection: ConnectionOptions = {
     ...defaultConnectionOptions,
     ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
@@ -124,10 +133,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   });
 
   let closing = false;
+  const authenticate = createAuthenticator(identities);
   const pipeline = {
     logger,
     isClosing: () => closing,
-    authenticate: createAuthenticator(identities),
+    authenticate,
     observers: [tracing.callObserver, metrics.callObserver, createCallLogger(logger)],
   };
   const registry = wrapService(RegistryService, createRegistryService(runtime, connection.maxMessageBytes), pipeline);
@@ -135,7 +145,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const provider = wrapService(ProviderService, createProviderService(runtime), pipeline);
   const execution = wrapService(
     ExecutionService,
-    createExecutionService(runtime, connection.maxMessageBytes),
+    createExecutionService(runtime, connection.maxMessageBytes, {
+      allowSelfApproval: options.allowSelfApproval ?? false,
+    }),
     pipeline,
   );
   const shutdown = new AbortController();
@@ -182,16 +194,31 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   let grpcPort: number;
   let http: HttpListener;
+  let healthListener: HealthListener | undefined;
   try {
     grpcPort = await bindGrpcServer(grpcServer, host, options.grpcPort ?? 50051, tls);
     try {
       http = await listenHttp(
         { host, port: options.httpPort ?? 8080, connection, tls },
-        withOperationalEndpoints(connectHandler, health, metrics.registry),
+        withOperationalEndpoints(
+          connectHandler,
+          health,
+          metrics.registry,
+          createMetricsGate(authenticate, identities.length > 0),
+        ),
       );
     } catch (error) {
       grpcServer.forceShutdown();
       throw error;
+    }
+    if (options.healthPort !== undefined) {
+      try {
+        healthListener = await listenHealth(host, options.healthPort, health);
+      } catch (error) {
+        grpcServer.forceShutdown();
+        await http.close(0);
+        throw error;
+      }
     }
   } catch (error) {
     runtime.close();
@@ -204,6 +231,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     runtime,
     grpcAddress: `${shownHost}:${grpcPort}`,
     httpUrl: `${tls ? "https" : "http"}://${shownHost}:${http.port}`,
+    healthUrl: healthListener ? `http://${shownHost}:${healthListener.port}` : undefined,
     async close(graceMs = 5000) {
       closing = true;
       health.notServing();
@@ -217,6 +245,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       const hardStopMs = graceMs + cancelledResultGraceMs;
       await Promise.all([shutdownGrpcServer(grpcServer, hardStopMs), http.close(hardStopMs)]);
       clearTimeout(cancelTimer);
+      await healthListener?.close();
       shutdown.abort(reason);
       runtime.executions.cancelAll(reason.rawMessage);
       runtime.close();

@@ -220,7 +220,10 @@ export type Execution = Message<"toolruntime.v1.Execution"> & {
   inputsDigest: string;
 
   /**
-   * Identity that started the run.
+   * Identity that started the run: its owner ("anonymous" when authentication is off). Another
+   * identity needs "executions.read_all" on the tool to get, watch or list the run and
+   * "executions.cancel_all" to cancel it; the owner may not approve it unless the server allows
+   * self-approval.
    *
    * @generated from field: string caller = 6;
    */
