@@ -58,7 +58,8 @@ export function createRunnerService(runtime: ToolRuntime): ServiceImpl<typeof Ru
         void executions.cancel(record.id, abortReasonText(context.signal.reason, "the client went away"));
       context.signal.addEventListener("abort", onAbort, { once: true });
       try {
-        return { executionId: record.id, result: await record.done };
+        // Answered on time even when the run still waits for its handler to stop and rolls back.
+        return { executionId: record.id, result: await record.answered };
       } finally {
         context.signal.removeEventListener("abort", onAbort);
       }
