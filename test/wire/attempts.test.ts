@@ -63,6 +63,8 @@ for (const stackName of clientStackNames) {
       folder = mkdtempSync(join(tmpdir(), "toolruntime-attempts-"));
     });
     after(async () => {
+      // A failed test may leave a handler writing until released.
+      for (const { executionId } of writes) if (!stopped.has(executionId)) testToolEvents.emit("release", executionId);
       client.close();
       hastyClient.close();
       await Promise.all([patient.close(0), hasty.close(0)]);
