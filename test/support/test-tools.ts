@@ -16,6 +16,13 @@ const flakyAttempts = new Map<string, number>();
 /** Attempts seen by test.stubborn_writer, by execution id. */
 const writerAttempts = new Map<string, number>();
 
+/** The file test.stubborn_writer writes: inputs.path. */
+function pathOf(inputs: Record<string, unknown>): string {
+  const path = inputs["path"];
+  if (typeof path !== "string") throw new TypeError("inputs.path must be a file path");
+  return path;
+}
+
 /** The state test.checkpointed changes and rolls back; tests read and set it. */
 export const checkpointedState = { counter: 0, breakRollback: false };
 
@@ -149,11 +156,11 @@ export const testTools: readonly DefinedTool[] = [
       "Checkpointable and idempotent; appends lines to the file inputs.path. Its first inputs.fail_attempts (default 1) attempts of each run write a line every inputs.interval_ms until their signal aborts, then keep writing: inputs.after_abort more lines, or until released when inputs.until_released is true. Later attempts write two lines and return {attempt}.",
     capabilities: { checkpointable: true, idempotent: true, writes: true },
     hooks: {
-      checkpoint: (inputs) => readFileSync(String(inputs["path"]), "utf8"),
-      rollback: (checkpoint, inputs) => writeFileSync(String(inputs["path"]), String(checkpoint)),
+      checkpoint: (inputs) => readFileSync(pathOf(inputs), "utf8"),
+      rollback: (checkpoint, inputs) => writeFileSync(pathOf(inputs), String(checkpoint)),
     },
     handler: (inputs, context) => {
-      const path = String(inputs["path"]);
+      const path = pathOf(inputs);
       const attempt = (writerAttempts.get(context.executionId) ?? 0) + 1;
       writerAttempts.set(context.executionId, attempt);
       let line = 0;
