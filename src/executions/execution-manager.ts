@@ -195,7 +195,8 @@ export class ExecutionManager {
 
   /**
    * Cancels a run. Idempotent for a cancelled run; FAILED_PRECONDITION ("ExecutionFinishedError")
-   * for one that finished otherwise. The run ends as soon as its handler stops or the runner stops waiting for it.
+   * for one that finished otherwise. The run ends as soon as its handler stops or the runner stops
+   * waiting for it.
    */
   cancel(id: string, reason: string): ExecutionRecord {
     const record = this.get(id);
