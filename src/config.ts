@@ -19,6 +19,7 @@ export interface ServerConfig {
     readonly maxQueued: number;
     readonly defaultQueueTimeoutMs: number;
     readonly defaultApprovalTimeoutMs: number;
+    readonly stopGraceMs: number;
     readonly maxRetained: number;
     readonly retentionMs: number;
     readonly maxRetainedBytes: number;
@@ -185,6 +186,15 @@ const options: readonly OptionSpec[] = [
     min: 1,
     max: day,
     text: "longest wait for a human decision when a call sets none",
+  },
+  {
+    key: "stopGraceMs",
+    flag: "stop-grace-ms",
+    kind: "integer",
+    fallback: 5000,
+    min: 0,
+    max: day,
+    text: "longest wait, after an attempt timed out or was cancelled, for its handler to stop before rollback or a retry",
   },
   {
     key: "retainedExecutions",
@@ -494,6 +504,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
       maxQueued: get("maxQueuedRuns") as number,
       defaultQueueTimeoutMs: get("defaultQueueTimeoutMs") as number,
       defaultApprovalTimeoutMs: get("defaultApprovalTimeoutMs") as number,
+      stopGraceMs: get("stopGraceMs") as number,
       maxRetained: get("retainedExecutions") as number,
       retentionMs: get("retentionMs") as number,
       maxRetainedBytes: get("retainedBytes") as number,

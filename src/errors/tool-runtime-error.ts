@@ -17,8 +17,10 @@ export type StatusCode =
   | "INTERNAL";
 
 /**
- * Categories of failure, sent as `ToolError.error_type`. The README lists each with the status code
- * or result it comes with.
+ * Categories of failure, sent as `ToolError.error_type`: the one list of every error type the
+ * service returns. Every error site names its type from here (`ErrorTypeName` is the only type
+ * `ToolRuntimeError` and failed results accept); a new type is one entry here plus one row in the
+ * README's error table, which a test compares with this list.
  */
 export const ErrorType = {
   /** The request itself is malformed: a name, filter, page token or timeout. */
@@ -31,6 +33,10 @@ export const ErrorType = {
   Activation: "ActivationError",
   /** Execute was called for a tool that is not active in the runner. */
   NotActive: "NotActiveError",
+  /** A cancel was asked for a run that already finished otherwise than cancelled. */
+  ExecutionFinished: "ExecutionFinishedError",
+  /** An approval or rejection was sent for a run that is not awaiting one, or was already decided. */
+  ApprovalNotPending: "ApprovalNotPendingError",
   /** A tool flagged unsafe was started without acknowledging it. */
   UnsafeNotAcknowledged: "UnsafeNotAcknowledgedError",
   /** The server holds no handler for the tool. */
@@ -57,6 +63,11 @@ export const ErrorType = {
   Timeout: "TimeoutError",
   /** The run was cancelled by its caller (a failed result). */
   Cancelled: "CancelledError",
+  /**
+   * An attempt's handler was still running when the grace period after its end ran out, so no
+   * further attempt was started: attempts never overlap (a failed result).
+   */
+  HandlerNotStopped: "HandlerNotStoppedError",
   /** The handler reported no progress within the heartbeat timeout (a failed result). */
   HeartbeatTimeout: "HeartbeatTimeoutError",
   /** The run waited for an admission slot longer than its queue timeout (a failed result). */

@@ -69,7 +69,9 @@ export class Admission {
     let grant: () => void = () => undefined;
     const granted = new Promise<void>((resolve) => (grant = resolve));
     const waiter: Waiter = { toolName, toolLimit, grant, state: "waiting" };
-    const immediate = this.#queue.length === 0 && this.#fits(waiter);
+    // Queued runs never fit (dispatch starts every one that does), so they all wait for their own
+    // tool's limit: a run that fits passes them, unless a run of its own tool waits ahead of it.
+    const immediate = this.#fits(waiter) && !this.#queue.some((queued) => queued.toolName === toolName);
     const position = this.#queue.length;
     if (immediate) {
       this.#start(waiter);

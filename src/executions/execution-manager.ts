@@ -1,5 +1,5 @@
-import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
-import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { ExecutionState, type ExecutionOptions } from "../../gen/toolruntime/v1/execution_pb.js";
@@ -10,12 +10,13 @@ import { quote } from "../registry/names.js";
 import { failed } from "../runner/run-outcome.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
+import { defaultStopGraceMs, runAttempts } from "./attempt-loop.js";
 import { checkExecutionDurations } from "./check-execution-durations.js";
 import { ExecutionRecord, type EventLimits } from "./execution-record.js";
 import { ExecutionStore, type ListExecutionsQuery, type RetentionOptions } from "./execution-store.js";
 import { inputsDigest } from "./inputs-digest.js";
+import { resolveRetryPolicy, type ResolvedRetryPolicy } from "./retry-policy.js";
 import { stoppedOutcome } from "./stopped-outcome.js";
-import { resolveRetryPolicy, retryDelayMs, type ResolvedRetryPolicy } from "./retry-policy.js";
 
 /** Options of an {@link ExecutionManager}. Every field has a default. */
 export interface ExecutionManagerOptions extends AdmissionOptions, RetentionOptions {
@@ -27,6 +28,12 @@ export interface ExecutionManagerOptions extends AdmissionOptions, RetentionOpti
   readonly heartbeatIntervalMs?: number;
   /** Most events and bytes of events one run keeps. Default 10,000 events and 1 MiB. */
   readonly eventLimits?: EventLimits;
+  /**
+   * How long, after an attempt ended by timeout or cancellation, to wait for its handler to stop
+   * before rolling back or retrying, in milliseconds. Past it the rollback is reported as not
+   * guaranteed and no retry starts. Default 5,000.
+   */
+  readonly stopGraceMs?: number;
   /** Where unexpected failures are logged. */
   readonly logger?: Logger | undefined;
 }
@@ -77,6 +84,7 @@ export class ExecutionManager {
   readonly limits: ExecutionLimits;
   readonly #eventLimits: EventLimits;
   readonly #logger: Logger | undefined;
+  readonly #stopGraceMs: number;
   readonly #sweeper: NodeJS.Timeout;
   #ordinal = 0;
 
@@ -85,6 +93,7 @@ export class ExecutionManager {
     this.store = new ExecutionStore(options);
     this.#eventLimits = options.eventLimits ?? { maxEvents: 10_000, maxBytes: 1024 * 1024 };
     this.#logger = options.logger;
+    this.#stopGraceMs = options.stopGraceMs ?? defaultStopGraceMs;
     this.limits = {
       maxConcurrentRuns: this.admission.maxConcurrent,
       maxQueuedRuns: this.admission.maxQueued,
@@ -187,16 +196,17 @@ export class ExecutionManager {
   }
 
   /**
-   * Cancels a run. Idempotent for a cancelled run; FAILED_PRECONDITION for one that finished
-   * otherwise. The run ends as soon as its handler stops or the runner stops waiting for it. A
-   * DeadlineExceededError as the reason ends it as a "TimeoutError" instead of a "CancelledError".
+   * Cancels a run. Idempotent for a cancelled run; FAILED_PRECONDITION ("ExecutionFinishedError")
+   * for one that finished otherwise. The run ends as soon as its handler stops or the runner stops
+   * waiting for it. A DeadlineExceededError as the reason ends it as a "TimeoutError" instead of a
+   * "CancelledError".
    */
   cancel(id: string, reason: string | Error): ExecutionRecord {
     const record = this.get(id);
     if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
       throw new ToolRuntimeError(
         "FAILED_PRECONDITION",
-        ErrorType.NotActive,
+        ErrorType.ExecutionFinished,
         `execution ${quote(id)} already finished (${ExecutionState[record.state]}): there is nothing to cancel`,
         record.init.toolName,
       );
@@ -209,7 +219,7 @@ export class ExecutionManager {
 
   /**
    * Decides a run awaiting approval, once. Throws NOT_FOUND, INVALID_ARGUMENT (digest mismatch) or
-   * FAILED_PRECONDITION (not awaiting approval, or already decided).
+   * FAILED_PRECONDITION ("ApprovalNotPendingError": not awaiting approval, or already decided).
    */
   decide(id: string, approved: boolean, inputsDigest: string, decidedBy: string, comment: string): ExecutionRecord {
     const record = this.get(id);
@@ -228,7 +238,7 @@ export class ExecutionManager {
     if (!taken) {
       throw new ToolRuntimeError(
         "FAILED_PRECONDITION",
-        ErrorType.NotActive,
+        ErrorType.ApprovalNotPending,
         `execution ${quote(id)} is not awaiting approval (${ExecutionState[record.state]}${record.decision ? ", already decided" : ""})`,
         record.init.toolName,
       );
@@ -335,97 +345,24 @@ export class ExecutionManager {
       }
       record.setState(ExecutionState.RUNNING);
 
-      const result = await this.#attempts(record, request, prepared, retry);
+      const result = await runAttempts({
+        record,
+        runner: request.runner,
+        prepared,
+        inputs: request.inputs,
+        retry,
+        caller: request.caller,
+        traceParent: request.traceParent,
+        heartbeatTimeoutMs: options?.heartbeatTimeoutMs,
+        stopGraceMs: this.#stopGraceMs,
+        logger: this.#logger,
+        onEarlyOutcome: (early) => record.answer(this.#withRunFacts(record, early)),
+      });
       this.#finish(record, request, result);
     } finally {
       clearInterval(heartbeat);
       ticket?.release();
     }
-  }
-
-  /** Runs attempts until one succeeds, the policy stops, or the run is cancelled. */
-  async #attempts(
-    record: ExecutionRecord,
-    request: StartRequest,
-    prepared: PreparedRun,
-    retry: ResolvedRetryPolicy,
-  ): Promise<ToolResult> {
-    const spec = prepared.tool.spec;
-    const name = spec.name;
-    const signal = record.cancellation.signal;
-    const hooks = spec.capabilities?.checkpointable ? prepared.tool.hooks : undefined;
-    const checkpointFacts: JsonObject = { supported: hooks !== undefined };
-    let result: ToolResult | undefined;
-    for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
-      record.attempts = attempt;
-      let checkpoint: { value: unknown } | undefined;
-      if (hooks) {
-        try {
-          checkpoint = {
-            value: await hooks.checkpoint(request.inputs as JsonObject, { executionId: record.id, signal }),
-          };
-          record.append({ case: "checkpointTaken", value: { attempt } });
-          checkpointFacts["taken"] = true;
-        } catch (error) {
-          result = failed(
-            name,
-            ErrorType.Handler,
-            `checkpoint of ${quote(name)} failed, so the run did not start: ${String(error)}`,
-            0,
-            {},
-          );
-          break;
-        }
-      }
-      record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
-      result = await request.runner.run(prepared, request.inputs, {
-        executionId: record.id,
-        signal,
-        caller: request.caller,
-        traceParent: request.traceParent,
-        heartbeatTimeoutMs: request.options?.heartbeatTimeoutMs,
-        onProgress: (report) => record.append({ case: "progress", value: report }),
-        onLog: (level, message) => record.append({ case: "log", value: { level, message } }),
-        onOutput: (chunk) => record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } }),
-        extraMetadata: { attempt },
-      });
-      record.append({
-        case: "executionFinished",
-        value: {
-          success: result.success,
-          durationMs: result.durationMs,
-          attempt,
-          ...(result.error ? { error: result.error } : {}),
-        },
-      });
-      if (!result.success && checkpoint) {
-        const rolledBack = await rollback(hooks!, checkpoint.value, request.inputs as JsonObject, record.id);
-        record.append({ case: "rolledBack", value: rolledBack });
-        checkpointFacts["rolled_back"] = rolledBack.success;
-        if (!rolledBack.success) checkpointFacts["rollback_error"] = rolledBack.error;
-      }
-      const errorType = result.error?.errorType ?? "";
-      if (result.success || signal.aborted || attempt === retry.maxAttempts || retry.nonRetryable.has(errorType)) break;
-      const delayMs = retryDelayMs(retry, attempt + 1);
-      record.append({
-        case: "retryScheduled",
-        value: { nextAttempt: attempt + 1, delayMs, ...(result.error ? { error: result.error } : {}) },
-      });
-      if (!(await sleep(delayMs, signal))) {
-        const stopped = stoppedOutcome(signal, name, "while waiting to retry");
-        result = failed(name, stopped.errorType, stopped.details, 0, result.metadata ?? {});
-        break;
-      }
-    }
-    const final = result as ToolResult;
-    return create(ToolResultSchema, {
-      ...final,
-      metadata: {
-        ...final.metadata,
-        attempts: record.attempts,
-        ...(spec.capabilities?.checkpointable ? { checkpoint: checkpointFacts } : {}),
-      },
-    });
   }
 
   async #awaitApproval(record: ExecutionRecord, timeoutMs: number, signal: AbortSignal) {
@@ -454,6 +391,17 @@ export class ExecutionManager {
   #finish(record: ExecutionRecord, request: StartRequest, result: ToolResult): void {
     if (!record.isLive) return;
     record.stopClock();
+    const final = this.#withRunFacts(record, result);
+    if (!request.requireActive) {
+      record.append({ case: "deactivated", value: { wasActive: request.runner.deactivate(record.init.toolName) } });
+    }
+    record.append({ case: "completed", value: { result: final } });
+    record.finish(final);
+    this.store.finished(record);
+  }
+
+  /** `result` with the run's facts in its metadata: ids, timings, writes, the approval. */
+  #withRunFacts(record: ExecutionRecord, result: ToolResult): ToolResult {
     const metadata: JsonObject = {
       ...result.metadata,
       execution_id: record.id,
@@ -471,27 +419,7 @@ export class ExecutionManager {
           }
         : {}),
     };
-    const final = create(ToolResultSchema, { ...result, metadata });
-    if (!request.requireActive) {
-      record.append({ case: "deactivated", value: { wasActive: request.runner.deactivate(record.init.toolName) } });
-    }
-    record.append({ case: "completed", value: { result: final } });
-    record.finish(final);
-    this.store.finished(record);
-  }
-}
-
-async function rollback(
-  hooks: NonNullable<PreparedRun["tool"]["hooks"]>,
-  checkpoint: unknown,
-  inputs: JsonObject,
-  executionId: string,
-): Promise<{ success: boolean; error: string }> {
-  try {
-    await hooks.rollback(checkpoint, inputs, { executionId, signal: new AbortController().signal });
-    return { success: true, error: "" };
-  } catch (error) {
-    return { success: false, error: error instanceof Error ? error.message : String(error) };
+    return create(ToolResultSchema, { ...result, metadata });
   }
 }
 
@@ -517,20 +445,4 @@ async function raceGrant(
     clearTimeout(timer);
     if (onAbort) signal.removeEventListener("abort", onAbort);
   }
-}
-
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

@@ -3,6 +3,7 @@ import { timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { performance } from "node:perf_hooks";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { ErrorType } from "../errors/tool-runtime-error.js";
 import { inputsDigest } from "./inputs-digest.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 
@@ -65,9 +66,12 @@ export class ExecutionRecord {
   #decide: ((decision: Decision) => void) | undefined;
   readonly #settled: Promise<ToolResult>;
   #settle: (result: ToolResult) => void = () => undefined;
+  readonly #answered: Promise<ToolResult>;
+  #answer: (result: ToolResult) => void = () => undefined;
 
   constructor(readonly init: ExecutionRecordInit) {
     this.#settled = new Promise((resolve) => (this.#settle = resolve));
+    this.#answered = new Promise((resolve) => (this.#answer = resolve));
   }
 
   get id(): string {
@@ -103,6 +107,23 @@ export class ExecutionRecord {
   /** Resolves with the result when the run ends. */
   get done(): Promise<ToolResult> {
     return this.#settled;
+  }
+
+  /**
+   * Resolves with the result a caller waiting for the run is answered with: the final one, or an
+   * earlier one (see {@link answer}) when the outcome is known while the run still cleans up.
+   */
+  get answered(): Promise<ToolResult> {
+    return this.#answered;
+  }
+
+  /**
+   * Answers the callers waiting on {@link answered} ahead of the end: the outcome is decided, and
+   * what follows (waiting for a handler to stop, rollback) must not hold them past their timeout.
+   * The first answer wins; {@link finish} answers too.
+   */
+  answer(result: ToolResult): void {
+    this.#answer(result);
   }
 
   /** The sequence number of the latest event. */
@@ -168,10 +189,11 @@ export class ExecutionRecord {
     this.finishedAt = new Date();
     this.state = result.success
       ? ExecutionState.SUCCEEDED
-      : result.error?.errorType === "CancelledError"
+      : result.error?.errorType === ErrorType.Cancelled
         ? ExecutionState.CANCELLED
         : ExecutionState.FAILED;
     this.#settle(result);
+    this.#answer(result);
     this.#wake();
   }
 

@@ -4,6 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { ConnectRequestSchema } from "../../gen/toolruntime/v1/provider_pb.js";
 import { ProviderService, type ConnectResponse } from "../../gen/toolruntime/v1/provider_pb.js";
+import { ErrorType } from "../errors/tool-runtime-error.js";
 import { EventQueue } from "../runner/event-queue.js";
 import { describeThrown } from "../runner/run-outcome.js";
 import type { ToolContext } from "../registry/tool-definition.js";
@@ -94,7 +95,7 @@ export function createProvider(options: ProviderOptions): Provider {
       outgoing.push({
         message: {
           case: "result",
-          value: { executionId, error: { toolName, errorType: "HandlerError", details: describeThrown(error) } },
+          value: { executionId, error: { toolName, errorType: ErrorType.Handler, details: describeThrown(error) } },
         },
       });
     } finally {

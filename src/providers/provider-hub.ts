@@ -350,7 +350,7 @@ export class ProviderHub {
         this.#wakeWaiters(connection);
         if (message.value.error) {
           run.reject(
-            new ProviderError(`${message.value.error.errorType || "ProviderError"}: ${message.value.error.details}`),
+            new ProviderError(`${message.value.error.errorType || ErrorType.Provider}: ${message.value.error.details}`),
           );
         } else {
           run.resolve(message.value.output ?? {});

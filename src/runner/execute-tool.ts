@@ -28,6 +28,12 @@ export interface ExecuteOptions {
   readonly onProgress?: ((report: ProgressReport) => void) | undefined;
   /** Called just before the handler is called. */
   readonly onStart?: (() => void) | undefined;
+  /**
+   * Called once the handler was called, with a promise that resolves when the handler itself
+   * settles (returns, throws or rejects), which may be after the run ended: a handler that ignores
+   * its signal keeps running. Never rejects.
+   */
+  readonly onHandlerCalled?: ((settled: Promise<void>) => void) | undefined;
   /** W3C traceparent of the calling RPC; its trace id goes into the metadata. */
   readonly traceParent?: string | undefined;
   /** Receives the handler's log lines. */
@@ -167,6 +173,7 @@ export async function executeTool(
       (value): HandlerOutcome => ({ kind: "returned", value }),
       (error: unknown): HandlerOutcome => ({ kind: "threw", error }),
     );
+    options.onHandlerCalled?.(pending.then(() => undefined));
     outcome = await Promise.race([pending, aborted]);
   } catch (error) {
     // The handler threw synchronously.

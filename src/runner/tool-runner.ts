@@ -36,6 +36,8 @@ export interface ExecuteCallOptions {
   readonly onProgress?: ((report: ProgressReport) => void) | undefined;
   /** Called just before the handler is called. */
   readonly onStart?: (() => void) | undefined;
+  /** Receives a promise that resolves when the handler settles, even after the run ended. */
+  readonly onHandlerCalled?: ((settled: Promise<void>) => void) | undefined;
   /** Name of the caller's identity, for observers. Default "anonymous". */
   readonly caller?: string | undefined;
   /** W3C traceparent of the calling RPC, for observers and the result's metadata. */
@@ -198,6 +200,7 @@ export class ToolRunner {
       jsonLimits: this.#jsonLimits,
       onProgress: options.onProgress,
       onStart: options.onStart,
+      onHandlerCalled: options.onHandlerCalled,
       traceParent: options.traceParent,
       onLog: options.onLog,
       onOutput: options.onOutput,

@@ -73,8 +73,9 @@ export async function awaitForCall(
   context: HandlerContext,
   owned: boolean,
 ): Promise<ToolResult> {
+  // Answered on time even when the run still waits for its handler to stop and rolls back.
   if (owned) {
-    const result = await record.done;
+    const result = await record.answered;
     if (callEndOf(context) === "deadline") throw deadlineExceeded(record, true);
     return result;
   }
@@ -85,7 +86,7 @@ export async function awaitForCall(
     else context.signal.addEventListener("abort", onAbort, { once: true });
   });
   try {
-    const result = await Promise.race([record.done, left]);
+    const result = await Promise.race([record.answered, left]);
     if (result) return result;
   } finally {
     if (onAbort) context.signal.removeEventListener("abort", onAbort);

@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { ToolErrorSchema } from "../../gen/toolruntime/v1/tool_pb.js";
-import { ErrorType, isToolRuntimeError, type StatusCode } from "../errors/tool-runtime-error.js";
+import { ErrorType, isToolRuntimeError, type ErrorTypeName, type StatusCode } from "../errors/tool-runtime-error.js";
 
 const codes: Record<StatusCode, Code> = {
   CANCELLED: Code.Canceled,
@@ -21,7 +21,7 @@ const codes: Record<StatusCode, Code> = {
 };
 
 // error_type for statuses that the transport raised rather than the service.
-const errorTypesByCode: Partial<Record<Code, string>> = {
+const errorTypesByCode: Partial<Record<Code, ErrorTypeName>> = {
   [Code.Canceled]: ErrorType.Cancelled,
   [Code.DeadlineExceeded]: ErrorType.Timeout,
   [Code.ResourceExhausted]: ErrorType.ResourceExhausted,
@@ -57,7 +57,7 @@ export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): 
 function withToolError(
   details: string,
   code: Code,
-  errorType: string,
+  errorType: ErrorTypeName,
   toolName: string,
   retryAfterMs = 0,
 ): ConnectError {

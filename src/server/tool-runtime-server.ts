@@ -120,6 +120,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   );
   const runtime: ToolRuntime = createToolRuntime({
     ...options,
+    executions: { logger, ...options.executions },
     runners: {
       ...options.runners,
       jsonLimits: { maxDepth: 64, maxBytes: connection.maxMessageBytes, ...options.runners?.jsonLimits },

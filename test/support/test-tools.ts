@@ -1,14 +1,28 @@
 import { EventEmitter } from "node:events";
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
 
 /**
  * Where test tools tell the tests what happened inside the server: "waiting" (executionId) when
- * test.wait_for_cancel starts waiting, "aborted" (executionId, reason) when it sees its signal abort, "late" (executionId) when test.late resolves.
+ * test.wait_for_cancel starts waiting, "aborted" (executionId, reason) when it sees its signal
+ * abort, "late" (executionId) when test.late resolves; test.stubborn_writer emits "write"
+ * (executionId, attempt, line) after each line it appends, "stopped" (executionId, attempt) when
+ * its handler settles, and listens for "release" (executionId).
  */
 export const testToolEvents = new EventEmitter();
 
 /** Attempts seen by test.flaky, by execution id. */
 const flakyAttempts = new Map<string, number>();
+
+/** Attempts seen by test.stubborn_writer, by execution id. */
+const writerAttempts = new Map<string, number>();
+
+/** The file test.stubborn_writer writes: inputs.path. */
+function pathOf(inputs: Record<string, unknown>): string {
+  const path = inputs["path"];
+  if (typeof path !== "string") throw new TypeError("inputs.path must be a file path");
+  return path;
+}
 
 /** The state test.checkpointed changes and rolls back; tests read and set it. */
 export const checkpointedState = { counter: 0, breakRollback: false };
@@ -136,6 +150,55 @@ export const testTools: readonly DefinedTool[] = [
       checkpointedState.counter += Number(inputs["add"] ?? 1);
       if (inputs["fail"] === true) throw new Error("failed after writing");
       return { counter: checkpointedState.counter };
+    },
+  }),
+  defineTool({
+    name: "test.stubborn_writer",
+    description:
+      "Checkpointable and idempotent; appends lines to the file inputs.path. Its first inputs.fail_attempts (default 1) attempts of each run write a line every inputs.interval_ms until their signal aborts, then keep writing: inputs.after_abort more lines, or until released when inputs.until_released is true. Later attempts write two lines and return {attempt}.",
+    capabilities: { checkpointable: true, idempotent: true, writes: true },
+    hooks: {
+      checkpoint: (inputs) => readFileSync(pathOf(inputs), "utf8"),
+      rollback: (checkpoint, inputs) => writeFileSync(pathOf(inputs), String(checkpoint)),
+    },
+    handler: (inputs, context) => {
+      const path = pathOf(inputs);
+      const attempt = (writerAttempts.get(context.executionId) ?? 0) + 1;
+      writerAttempts.set(context.executionId, attempt);
+      let line = 0;
+      const write = (): void => {
+        line += 1;
+        appendFileSync(path, `a${attempt}-${line}\n`);
+        testToolEvents.emit("write", context.executionId, attempt, line);
+      };
+      if (attempt > Number(inputs["fail_attempts"] ?? 1)) {
+        write();
+        write();
+        return { attempt };
+      }
+      return new Promise((resolve) => {
+        let afterAbort = 0;
+        const stop = (): void => {
+          clearInterval(timer);
+          testToolEvents.off("release", onRelease);
+          testToolEvents.emit("stopped", context.executionId, attempt);
+          resolve({ attempt });
+        };
+        const onRelease = (executionId: string): void => {
+          if (executionId === context.executionId) stop();
+        };
+        testToolEvents.on("release", onRelease);
+        // Ignores its signal on purpose: it only counts the lines written after the abort.
+        const timer = setInterval(
+          () => {
+            write();
+            if (!context.signal.aborted || inputs["until_released"] === true) return;
+            afterAbort += 1;
+            if (afterAbort >= Number(inputs["after_abort"] ?? 3)) stop();
+          },
+          Number(inputs["interval_ms"] ?? 5),
+        );
+      });
     },
   }),
   defineTool({

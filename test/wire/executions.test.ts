@@ -109,8 +109,8 @@ for (const stackName of clientStackNames) {
         await expectToolError(
           client.executions.cancelExecution({ executionId: done.executionId }),
           Code.FailedPrecondition,
-          "NotActiveError",
-          "already finished",
+          "ExecutionFinishedError",
+          `execution "${done.executionId}" already finished (SUCCEEDED): there is nothing to cancel`,
         );
       });
 
@@ -300,7 +300,13 @@ for (const stackName of clientStackNames) {
         await expectToolError(
           client.executions.approveExecution({ executionId: started.executionId, inputsDigest: started.inputsDigest }),
           Code.FailedPrecondition,
-          "NotActiveError",
+          "ApprovalNotPendingError",
+        );
+        await expectToolError(
+          client.executions.rejectExecution({ executionId: started.executionId, inputsDigest: started.inputsDigest }),
+          Code.FailedPrecondition,
+          "ApprovalNotPendingError",
+          `execution "${started.executionId}" is not awaiting approval`,
         );
         const stream = await events(started.executionId);
         expect(kinds(stream).slice(0, 4)).to.deep.equal([

@@ -948,7 +948,8 @@ export const ExecutionService: GenService<{
   },
   /**
    * Cancels a run. Idempotent: cancelling a cancelled run returns it unchanged.
-   * Errors: NOT_FOUND, FAILED_PRECONDITION (the run already finished otherwise).
+   * Errors: NOT_FOUND, FAILED_PRECONDITION ("ExecutionFinishedError": the run already finished
+   * otherwise).
    *
    * @generated from rpc toolruntime.v1.ExecutionService.CancelExecution
    */
@@ -959,8 +960,9 @@ export const ExecutionService: GenService<{
   },
   /**
    * Approves a run that waits for approval; usable once, bound to the run and its inputs digest.
-   * Errors: NOT_FOUND, INVALID_ARGUMENT (digest mismatch), FAILED_PRECONDITION (not awaiting
-   * approval: already decided, timed out, cancelled or never needed), PERMISSION_DENIED.
+   * Errors: NOT_FOUND, INVALID_ARGUMENT (digest mismatch), FAILED_PRECONDITION
+   * ("ApprovalNotPendingError": not awaiting approval, as already decided, timed out, cancelled or
+   * never needed), PERMISSION_DENIED.
    *
    * @generated from rpc toolruntime.v1.ExecutionService.ApproveExecution
    */

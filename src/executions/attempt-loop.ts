@@ -1,0 +1,219 @@
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { Logger } from "pino";
+import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType } from "../errors/tool-runtime-error.js";
+import { quote } from "../registry/names.js";
+import type { CheckpointHooks } from "../registry/tool-definition.js";
+import { failed } from "../runner/run-outcome.js";
+import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
+import type { ExecutionRecord } from "./execution-record.js";
+import { retryDelayMs, type ResolvedRetryPolicy } from "./retry-policy.js";
+import { stoppedOutcome } from "./stopped-outcome.js";
+
+/** Grace period for a handler to stop after its attempt ended, when none is configured, in milliseconds. */
+export const defaultStopGraceMs = 5000;
+
+/** One run's attempts: what to call, how, and how long to wait for a handler to stop. */
+export interface AttemptLoopOptions {
+  readonly record: ExecutionRecord;
+  readonly runner: ToolRunner;
+  readonly prepared: PreparedRun;
+  readonly inputs: unknown;
+  readonly retry: ResolvedRetryPolicy;
+  readonly caller: string;
+  readonly traceParent?: string | undefined;
+  readonly heartbeatTimeoutMs?: number | undefined;
+  /**
+   * How long, after an attempt ended by timeout or cancellation, to wait for its handler to stop
+   * before rolling back or retrying, in milliseconds.
+   */
+  readonly stopGraceMs: number;
+  readonly logger?: Logger | undefined;
+  /**
+   * Receives the run's outcome ahead of its end when the last attempt is over but its handler has
+   * not stopped yet, so that a caller waiting for the result gets it on time; rollback and the
+   * final record follow. Its `metadata.checkpoint` says `rollback_pending`.
+   */
+  readonly onEarlyOutcome?: ((result: ToolResult) => void) | undefined;
+}
+
+/**
+ * Runs attempts until one succeeds, the policy stops, or the run is cancelled, and returns the last
+ * result with `metadata.attempts` (and `metadata.checkpoint` for checkpointable tools). Attempts
+ * never overlap: before rolling back or retrying, it waits until the attempt's handler has stopped
+ * (its promise settled), or at most `stopGraceMs`. Past that, the rollback is reported as not
+ * guaranteed (`rolled_back: false`, `handler_stopped: false`) and no further attempt starts: the run
+ * fails with a HandlerNotStoppedError instead.
+ */
+export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResult> {
+  const { record, prepared, retry } = options;
+  const spec = prepared.tool.spec;
+  const name = spec.name;
+  const signal = record.cancellation.signal;
+  const inputs = options.inputs as JsonObject;
+  const hooks = spec.capabilities?.checkpointable ? prepared.tool.hooks : undefined;
+  const checkpointFacts: JsonObject = { supported: hooks !== undefined };
+  const withFacts = (result: ToolResult, extra: JsonObject = {}): ToolResult =>
+    create(ToolResultSchema, {
+      ...result,
+      metadata: {
+        ...result.metadata,
+        attempts: record.attempts,
+        ...(spec.capabilities?.checkpointable ? { checkpoint: { ...checkpointFacts, ...extra } } : {}),
+      },
+    });
+  let result: ToolResult | undefined;
+  for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
+    record.attempts = attempt;
+    let checkpoint: { value: unknown } | undefined;
+    if (hooks) {
+      try {
+        checkpoint = { value: await hooks.checkpoint(inputs, { executionId: record.id, signal }) };
+        record.append({ case: "checkpointTaken", value: { attempt } });
+        checkpointFacts["taken"] = true;
+      } catch (error) {
+        result = failed(
+          name,
+          ErrorType.Handler,
+          `checkpoint of ${quote(name)} failed, so the run did not start: ${String(error)}`,
+          0,
+          {},
+        );
+        break;
+      }
+    }
+    record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
+    // Set by the runner once the handler was called (a closure, so an object rather than a variable).
+    const handler: { settled?: Promise<void> } = {};
+    result = await options.runner.run(prepared, options.inputs, {
+      executionId: record.id,
+      signal,
+      caller: options.caller,
+      traceParent: options.traceParent,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      onProgress: (report) => record.append({ case: "progress", value: report }),
+      onLog: (level, message) => record.append({ case: "log", value: { level, message } }),
+      onOutput: (chunk) => record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } }),
+      onHandlerCalled: (settled) => {
+        handler.settled = settled;
+      },
+      extraMetadata: { attempt },
+    });
+    record.append({
+      case: "executionFinished",
+      value: {
+        success: result.success,
+        durationMs: result.durationMs,
+        attempt,
+        ...(result.error ? { error: result.error } : {}),
+      },
+    });
+    const errorType = result.error?.errorType ?? "";
+    const retrying =
+      !result.success && !signal.aborted && attempt < retry.maxAttempts && !retry.nonRetryable.has(errorType);
+    const rollingBack = !result.success && checkpoint !== undefined;
+
+    let stopped = true;
+    const settled = handler.settled;
+    if ((retrying || rollingBack) && settled && !(await settlesAtOnce(settled))) {
+      if (!retrying) options.onEarlyOutcome?.(withFacts(result, { rolled_back: false, rollback_pending: true }));
+      stopped = await settlesWithin(settled, options.stopGraceMs);
+      if (!stopped) {
+        options.logger?.warn(
+          { executionId: record.id, toolName: name, attempt, stopGraceMs: options.stopGraceMs },
+          "handler did not stop within the grace period after its attempt ended",
+        );
+        checkpointFacts["handler_stopped"] = false;
+      }
+    }
+    const notStopped = `handler of ${quote(name)} was still running ${options.stopGraceMs} ms after attempt ${attempt} ended`;
+
+    if (rollingBack && checkpoint) {
+      const rolledBack = await rollback(hooks!, checkpoint.value, inputs, record.id);
+      const outcome = stopped
+        ? rolledBack
+        : {
+            success: false,
+            error: `${notStopped}: rollback ran${rolledBack.success ? "" : ` and failed (${rolledBack.error})`}, but what the handler writes after it stays`,
+          };
+      record.append({ case: "rolledBack", value: outcome });
+      checkpointFacts["rolled_back"] = outcome.success;
+      if (!outcome.success) checkpointFacts["rollback_error"] = outcome.error;
+    }
+    if (!retrying) break;
+    if (!stopped) {
+      result = failed(
+        name,
+        ErrorType.HandlerNotStopped,
+        `${notStopped} (${errorType}): no further attempt was started, so that attempts never overlap; make the handler stop when its signal aborts`,
+        result.durationMs,
+        result.metadata ?? {},
+      );
+      break;
+    }
+    const delayMs = retryDelayMs(retry, attempt + 1);
+    record.append({
+      case: "retryScheduled",
+      value: { nextAttempt: attempt + 1, delayMs, ...(result.error ? { error: result.error } : {}) },
+    });
+    if (!(await sleep(delayMs, signal))) {
+      const stopped = stoppedOutcome(signal, name, "while waiting to retry");
+      result = failed(name, stopped.errorType, stopped.details, 0, result.metadata ?? {});
+      break;
+    }
+  }
+  return withFacts(result as ToolResult);
+}
+
+async function rollback(
+  hooks: CheckpointHooks,
+  checkpoint: unknown,
+  inputs: JsonObject,
+  executionId: string,
+): Promise<{ success: boolean; error: string }> {
+  try {
+    await hooks.rollback(checkpoint, inputs, { executionId, signal: new AbortController().signal });
+    return { success: true, error: "" };
+  } catch (error) {
+    return { success: false, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/**
+ * Whether `settled` resolves within the current turn of the event loop: a handler that stops when
+ * its signal aborts has settled by then.
+ */
+async function settlesAtOnce(settled: Promise<void>): Promise<boolean> {
+  return Promise.race([settled.then(() => true), nextTurn(false)]);
+}
+
+/** Whether `settled` resolves within `ms`. */
+async function settlesWithin(settled: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      settled.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
