@@ -4,6 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { actions } from "./auth/permissions.js";
 import type { IdentityConfig } from "./auth/authenticator.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./server/connection-options.js";
+import { checkCorsOrigin } from "./server/cors.js";
 import type { TlsFiles } from "./server/tls-config.js";
 
 /** The settings of the server command, from flags, environment, an optional config file and defaults. */
@@ -32,6 +33,7 @@ export interface ServerConfig {
   readonly tls: TlsFiles | undefined;
   readonly identities: readonly IdentityConfig[];
   readonly allowInsecureRemote: boolean;
+  readonly corsOrigins: readonly string[];
   readonly help: boolean;
 }
 
@@ -257,6 +259,13 @@ const options: readonly OptionSpec[] = [
     text: "allow a non-loopback --host without TLS or identities",
   },
   {
+    key: "corsOrigins",
+    flag: "cors-origin",
+    kind: "list",
+    fallback: undefined,
+    text: 'origin whose pages may call the HTTP port from a browser (CORS); repeat the flag, or separate origins with "," in the variable',
+  },
+  {
     key: "logLevel",
     flag: "log-level",
     kind: "string",
@@ -454,6 +463,11 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   if (tlsClientCa !== undefined && tlsCert === undefined) {
     throw new Error("--tls-client-ca needs TLS: give --tls-cert and --tls-key too");
   }
+  const corsOrigins = get("corsOrigins") as string[];
+  for (const origin of corsOrigins) {
+    const problem = checkCorsOrigin(origin);
+    if (problem !== undefined) throw new Error(problem);
+  }
   return {
     host: get("host") as string,
     grpcPort: get("grpcPort") as number,
@@ -490,6 +504,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
         : { certFile: tlsCert, keyFile: tlsKey, ...(tlsClientCa === undefined ? {} : { clientCaFile: tlsClientCa }) },
     identities: (file["identities"] as IdentityConfig[] | undefined) ?? [],
     allowInsecureRemote: get("allowInsecureRemote") as boolean,
+    corsOrigins,
     help: (flags["help"] as boolean | undefined) ?? false,
   };
 }

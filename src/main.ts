@@ -40,6 +40,7 @@ async function main(): Promise<void> {
     tls: config.tls,
     identities: config.identities,
     allowInsecureRemote: config.allowInsecureRemote,
+    corsOrigins: config.corsOrigins,
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(

@@ -49,6 +49,11 @@ export interface ServerOptions extends ToolRuntimeOptions {
    * server refuses to start, because anyone on the network could then run its tools.
    */
   readonly allowInsecureRemote?: boolean;
+  /**
+   * Origins (such as "https://app.example.com") whose pages may call the HTTP port from a browser
+   * with Connect or gRPC-Web (CORS). Default: none, so browsers allow only same-origin pages.
+   */
+  readonly corsOrigins?: readonly string[];
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
   /** Logger for audit records of executions. Default: the main logger. */
@@ -188,7 +193,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     grpcPort = await bindGrpcServer(grpcServer, host, options.grpcPort ?? 50051, tls);
     try {
       http = await listenHttp(
-        { host, port: options.httpPort ?? 8080, connection, tls },
+        { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins },
         withOperationalEndpoints(connectHandler, health, metrics.registry),
       );
     } catch (error) {
