@@ -37,7 +37,8 @@ export interface ServerConfig {
   readonly help: boolean;
 }
 
-type Kind = "string" | "integer" | "boolean" | "list";
+/** How an option's value is read. */
+export type Kind = "string" | "integer" | "boolean" | "list";
 
 /** One option: its flag, environment variable, config-file key, default and meaning. */
 interface OptionSpec {
@@ -298,6 +299,30 @@ const options: readonly OptionSpec[] = [
 /** The environment variable of an option: TOOLRUNTIME_ and its flag in upper snake case. */
 function envName(option: OptionSpec): string {
   return `TOOLRUNTIME_${option.flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/** One server option as the README documents it. */
+export interface OptionDoc {
+  /** The flag without its dashes, for example "grpc-port". */
+  readonly flag: string;
+  /** Its environment variable, for example "TOOLRUNTIME_GRPC_PORT". */
+  readonly env: string;
+  readonly kind: Kind;
+  /** The default; undefined when there is none. */
+  readonly fallback: string | number | boolean | undefined;
+  /** What it does, as `--help` says it. */
+  readonly text: string;
+}
+
+/** Every server option with its environment variable, default and meaning, in `--help` order. */
+export function optionDocs(): OptionDoc[] {
+  return options.map((option) => ({
+    flag: option.flag,
+    env: envName(option),
+    kind: option.kind,
+    fallback: option.fallback,
+    text: option.text,
+  }));
 }
 
 /** The `--help` text: every option with its environment variable and default. */
