@@ -25,14 +25,15 @@ describe("The README's examples", () => {
     await server.close(0);
   });
 
-  /** Runs a README block against the test server's ports. */
-  async function runBlock(block: string): Promise<string> {
+  /** Runs a README block against the test server's ports, in bash unless `shell` is "sh". */
+  async function runBlock(block: string, shell: "bash" | "sh" = "bash"): Promise<string> {
     const httpPort = new URL(server.httpUrl).port;
     const grpcPort = server.grpcAddress.split(":").at(-1) ?? "";
     const script = block
       .replaceAll("127.0.0.1:8080", `127.0.0.1:${httpPort}`)
       .replaceAll("127.0.0.1:50051", `127.0.0.1:${grpcPort}`);
-    const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { timeout: 30_000 });
+    const flags = shell === "sh" ? ["-eu", "-c", script] : ["-euo", "pipefail", "-c", script];
+    const { stdout } = await run(shell, flags, { timeout: 30_000 });
     return stdout;
   }
 
@@ -40,7 +41,8 @@ describe("The README's examples", () => {
     const blocks = await readmeShellBlocks();
     expect(blocks).to.have.length(7);
     const [list, stages, stream, error, bufCurl, detached, reflection] = await Promise.all(
-      blocks.map((block) => runBlock(block)),
+      // The streaming recipe promises any POSIX shell: run it in sh (dash on Debian).
+      blocks.map((block, index) => runBlock(block, index === 2 ? "sh" : "bash")),
     );
     expect((JSON.parse(list ?? "") as { tools: unknown[] }).tools).to.have.length(2);
     expect(stages).to.contain('"output":{"echo":{"hello":"world"}}');
@@ -54,5 +56,17 @@ describe("The README's examples", () => {
     expect(detached).to.not.contain('"sequence": "1"');
     expect(detached).to.contain('"sequence": "3"');
     expect(detached).to.contain('"counted": 3');
+  });
+
+  it("stream a body of 256 bytes or more in sh: the length prefix takes four bytes, counted in bytes", async () => {
+    const stream = (await readmeShellBlocks())[2] ?? "";
+    expect(stream).to.match(/^body='.*'$/m);
+    const text = `${"é".repeat(150)}${"x".repeat(100)}`;
+    const body = JSON.stringify({ toolName: "builtin.echo", inputs: { text } });
+    expect(Buffer.byteLength(body)).to.be.greaterThan(256);
+    const output = await runBlock(stream.replace(/^body='.*'$/m, `body='${body}'`), "sh");
+    expect(output).to.contain(`"completed":{"result":{"success":true,"output":{"echo":{"text":"`);
+    const echoed = /"output":\{"echo":\{"text":"([^"]*)"/.exec(output)?.[1] ?? "";
+    expect(echoed.replaceAll("\n", "")).to.have.length(100);
   });
 });
