@@ -1,6 +1,8 @@
 import { expect } from "chai";
 import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { startTestServer } from "../support/test-server.js";
@@ -56,6 +58,29 @@ describe("The README's examples", () => {
     expect(detached).to.not.contain('"sequence": "1"');
     expect(detached).to.contain('"sequence": "3"');
     expect(detached).to.contain('"counted": 3');
+  });
+
+  it("Python tour: stubs in a directory of their own, the stream, and the ToolError read from the trailer", async () => {
+    const readme = await readFile("README.md", "utf8");
+    const setup = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .map((match) => match[1] ?? "")
+      .find((block) => block.includes("grpc_tools.protoc"));
+    const tour = /```python\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(setup).to.be.a("string");
+    expect(tour).to.be.a("string");
+    const directory = await mkdtemp(join(tmpdir(), "toolruntime-readme-python-"));
+    try {
+      const script = join(directory, "tour.py");
+      await writeFile(script, (tour ?? "").replaceAll("127.0.0.1:50051", server.grpcAddress));
+      const before = (await run("git", ["status", "--porcelain", "--untracked-files=all"])).stdout;
+      const output = await runBlock((setup ?? "").replace("tour.py", script));
+      expect(output.split("\n")[0]).to.equal("1 discovered");
+      expect(output).to.contain(" completed\n");
+      expect(output).to.contain("NOT_FOUND ActivationError no.such_tool\n");
+      expect((await run("git", ["status", "--porcelain", "--untracked-files=all"])).stdout).to.equal(before);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   it("stream a body of 256 bytes or more in sh: the length prefix takes four bytes, counted in bytes", async () => {
