@@ -21,11 +21,17 @@ export function stateName(state: ExecutionState): string {
 /** Reads `--state NAME` (any case); throws a UsageError listing the names otherwise. */
 export function parseState(text: string): ExecutionState {
   const wanted = text.toLowerCase();
-  for (const [value, name] of Object.entries(stateNames)) {
-    if (name === wanted && Number(value) !== ExecutionState.UNSPECIFIED) return Number(value) as ExecutionState;
-  }
-  const names = Object.values(stateNames).filter((name) => name !== "unknown");
-  throw new UsageError(`--state "${text}" is invalid: use one of ${names.join(", ")}`);
+  const states = [
+    ExecutionState.QUEUED,
+    ExecutionState.AWAITING_APPROVAL,
+    ExecutionState.RUNNING,
+    ExecutionState.SUCCEEDED,
+    ExecutionState.FAILED,
+    ExecutionState.CANCELLED,
+  ];
+  const found = states.find((state) => stateNames[state] === wanted);
+  if (found !== undefined) return found;
+  throw new UsageError(`--state "${text}" is invalid: use one of ${states.map(stateName).join(", ")}`);
 }
 
 /** A timestamp as ISO 8601 in UTC to the second, or "-" when unset. */

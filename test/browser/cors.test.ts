@@ -53,7 +53,7 @@ async function connectUnary({ label, url, body }: Call): Promise<Outcome> {
       headers: { "content-type": "application/json", "connect-protocol-version": "1" },
       body: JSON.stringify(body),
     });
-    return { status: response.status, json: (await response.json()) as unknown };
+    return { status: response.status, json: await response.json() };
   } catch (error) {
     return { error: `${label}: ${String(error)}` };
   }
