@@ -4,7 +4,8 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import type { IdentityConfig } from "../../src/auth/authenticator.js";
-import { commandNames } from "../../src/cli/run-cli.js";
+import { Writable } from "node:stream";
+import { commandNames, runCli } from "../../src/cli/run-cli.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { startTestServer } from "../support/test-server.js";
 import { testToolEvents } from "../support/test-tools.js";
@@ -84,9 +85,20 @@ function jsonLines(text: string): Record<string, unknown>[] {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
+/** A stdout or stderr for in-process runs of the client that keeps what is written. */
+class Collected extends Writable {
+  text = "";
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    this.text += chunk.toString();
+    callback();
+  }
+}
+
 type ExecutionJson = Record<string, unknown> & { executionId: string; state: string; inputsDigest: string };
 
-describe("The toolruntime client's executions commands (dist/src/cli/bin.js)", () => {
+describe("The toolruntime client's executions commands (dist/src/cli/bin.js)", function () {
+  // Each case starts several client processes, a second or two each on a loaded machine.
+  this.timeout(90_000);
   let server: RunningServer;
   let address: string;
   const operator = (args: readonly string[], input?: string): Promise<Finished> =>
@@ -293,14 +305,15 @@ describe("The toolruntime client's executions commands (dist/src/cli/bin.js)", (
   it("documents every command and flag in --help and every command in the README", async () => {
     const readme = await readFile("README.md", "utf8");
     for (const name of commandNames()) {
-      const help = await bin([...name.split(" "), "--help"]);
-      expect(help.code).to.equal(0);
-      expect(help.stdout).to.contain(`usage: toolruntime ${name}`);
-      const optionLines = help.stdout.split("\n").filter((line) => /^ {2}(-[a-z], )?--/.test(line));
+      const stdout = new Collected();
+      const code = await runCli([...name.split(" "), "--help"], { stdout, stderr: new Collected(), env: {} });
+      expect(code).to.equal(0);
+      expect(stdout.text).to.contain(`usage: toolruntime ${name}`);
+      const optionLines = stdout.text.split("\n").filter((line) => /^ {2}(-[a-z], )?--/.test(line));
       expect(optionLines.length, name).to.be.greaterThan(0);
       expect(
         optionLines.every((line) => line.includes("default: ")),
-        help.stdout,
+        stdout.text,
       ).to.equal(true);
       expect(readme, name).to.contain(`npx toolruntime ${name}`);
     }
