@@ -1,30 +1,41 @@
 // Makes sure what the test suite needs beyond npm is present: Debian's python3-grpcio and
-// python3-grpc-tools for the Python client tests. Installs them with apt-get when running as root;
-// otherwise names the missing packages and exits non-zero.
+// python3-grpc-tools for the Python client tests, and Debian's chromium for the browser tests
+// (driven by playwright-core, which downloads no browser). Installs what is missing with apt-get
+// when running as root; otherwise names the missing packages and exits non-zero.
 import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 
 const python = "/usr/bin/python3";
-const packages = ["python3-grpcio", "python3-grpc-tools"];
+const chromium = "/usr/bin/chromium";
 
-function pythonHasGrpc() {
-  const probe = spawnSync(python, ["-c", "import grpc, grpc_tools.protoc"], { stdio: "ignore" });
-  return probe.status === 0;
-}
+const needs = [
+  {
+    packages: ["python3-grpcio", "python3-grpc-tools"],
+    why: `the Python client tests need ${python} with them`,
+    present: () => spawnSync(python, ["-c", "import grpc, grpc_tools.protoc"], { stdio: "ignore" }).status === 0,
+  },
+  {
+    packages: ["chromium"],
+    why: `the browser tests need ${chromium}`,
+    present: () => existsSync(chromium),
+  },
+];
 
-if (!pythonHasGrpc()) {
+const missing = needs.filter((need) => !need.present());
+if (missing.length > 0) {
+  const packages = missing.flatMap((need) => need.packages);
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   const hasAptGet = spawnSync("sh", ["-c", "command -v apt-get"], { stdio: "ignore" }).status === 0;
   if (isRoot && hasAptGet) {
-    console.log(`installing ${packages.join(" ")} for the Python client tests...`);
+    console.log(`installing ${packages.join(" ")} for the tests...`);
     const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
     execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
     execFileSync("apt-get", ["install", "-y", "-qq", ...packages], { stdio: "inherit", env });
   }
-  if (!pythonHasGrpc()) {
-    console.error(
-      `The Python client tests need ${python} with the Debian packages ${packages.join(" and ")}.\n` +
-        `Install them with: sudo apt-get install ${packages.join(" ")}`,
-    );
+  const stillMissing = missing.filter((need) => !need.present());
+  if (stillMissing.length > 0) {
+    for (const need of stillMissing) console.error(`The Debian packages ${need.packages.join(" and ")}: ${need.why}.`);
+    console.error(`Install them with: sudo apt-get install ${stillMissing.flatMap((need) => need.packages).join(" ")}`);
     process.exit(1);
   }
 }

@@ -4,6 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { actions } from "./auth/permissions.js";
 import type { IdentityConfig } from "./auth/authenticator.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./server/connection-options.js";
+import { checkCorsOrigin } from "./server/cors.js";
 import type { TlsFiles } from "./server/tls-config.js";
 
 /** The settings of the server command, from flags, environment, an optional config file and defaults. */
@@ -35,10 +36,12 @@ export interface ServerConfig {
   readonly allowInsecureRemote: boolean;
   readonly allowSelfApproval: boolean;
   readonly healthPort: number | undefined;
+  readonly corsOrigins: readonly string[];
   readonly help: boolean;
 }
 
-type Kind = "string" | "integer" | "boolean" | "list";
+/** How an option's value is read. */
+export type Kind = "string" | "integer" | "boolean" | "list";
 
 /** One option: its flag, environment variable, config-file key, default and meaning. */
 interface OptionSpec {
@@ -285,6 +288,13 @@ const options: readonly OptionSpec[] = [
     text: "plain-HTTP port serving only /healthz and /readyz, for probes without client certificates",
   },
   {
+    key: "corsOrigins",
+    flag: "cors-origin",
+    kind: "list",
+    fallback: undefined,
+    text: 'origin whose pages may call the HTTP port from a browser (CORS); repeat the flag, or separate origins with "," in the variable',
+  },
+  {
     key: "logLevel",
     flag: "log-level",
     kind: "string",
@@ -317,6 +327,30 @@ const options: readonly OptionSpec[] = [
 /** The environment variable of an option: TOOLRUNTIME_ and its flag in upper snake case. */
 function envName(option: OptionSpec): string {
   return `TOOLRUNTIME_${option.flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/** One server option as the README documents it. */
+export interface OptionDoc {
+  /** The flag without its dashes, for example "grpc-port". */
+  readonly flag: string;
+  /** Its environment variable, for example "TOOLRUNTIME_GRPC_PORT". */
+  readonly env: string;
+  readonly kind: Kind;
+  /** The default; undefined when there is none. */
+  readonly fallback: string | number | boolean | undefined;
+  /** What it does, as `--help` says it. */
+  readonly text: string;
+}
+
+/** Every server option with its environment variable, default and meaning, in `--help` order. */
+export function optionDocs(): OptionDoc[] {
+  return options.map((option) => ({
+    flag: option.flag,
+    env: envName(option),
+    kind: option.kind,
+    fallback: option.fallback,
+    text: option.text,
+  }));
 }
 
 /** The `--help` text: every option with its environment variable and default. */
@@ -484,6 +518,11 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
   if (tlsClientCa !== undefined && tlsCert === undefined) {
     throw new Error("--tls-client-ca needs TLS: give --tls-cert and --tls-key too");
   }
+  const corsOrigins = get("corsOrigins") as string[];
+  for (const origin of corsOrigins) {
+    const problem = checkCorsOrigin(origin);
+    if (problem !== undefined) throw new Error(problem);
+  }
   return {
     host: get("host") as string,
     grpcPort: get("grpcPort") as number,
@@ -523,6 +562,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     allowInsecureRemote: get("allowInsecureRemote") as boolean,
     allowSelfApproval: get("allowSelfApproval") as boolean,
     healthPort: get("healthPort") as number | undefined,
+    corsOrigins,
     help: (flags["help"] as boolean | undefined) ?? false,
   };
 }

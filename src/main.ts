@@ -42,6 +42,7 @@ async function main(): Promise<void> {
     allowInsecureRemote: config.allowInsecureRemote,
     allowSelfApproval: config.allowSelfApproval,
     healthPort: config.healthPort,
+    corsOrigins: config.corsOrigins,
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `toolruntime` executable: a client command (tools, run, watch, help) runs the client;
+// The `toolruntime` executable: a client command (tools, executions, run, watch, help) runs the client;
 // any other arguments start the server exactly as `node dist/src/main.js` would.
 import { isClientCommand, runCli } from "./run-cli.js";
 
@@ -21,7 +21,15 @@ if (args.length === 2 && args[0] === "help" && args[1] === "server") {
     if (interrupt.signal.aborted) process.exit(130);
     interrupt.abort(new Error("interrupted by SIGINT"));
   });
-  process.exitCode = await runCli(args, { stdout: process.stdout, stderr: process.stderr, signal: interrupt.signal });
+  process.exitCode = await runCli(args, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    // Read only when a command asks for a confirmation, so other commands leave stdin alone.
+    get stdin() {
+      return process.stdin;
+    },
+    signal: interrupt.signal,
+  });
 } else {
   await import("../main.js");
 }

@@ -2,8 +2,10 @@
 export interface CliIo {
   /** Results: JSON lines when it is not a TTY, readable text when it is. */
   readonly stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-  /** Diagnostics: usage errors, RPC errors, interruptions. */
+  /** Diagnostics: usage errors, RPC errors, interruptions, and what a confirmation is asked about. */
   readonly stderr: NodeJS.WritableStream;
+  /** Answers to confirmations (`executions approve`); a confirmation is asked only when it is a TTY. */
+  readonly stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
   /** Aborting it cancels the call in flight (as Ctrl-C does) and the command returns 130. */
   readonly signal?: AbortSignal;
   /** Environment variables to read `TOOLRUNTIME_*` settings from; `process.env` when absent. */

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { ConnectError, createClient, type CallOptions, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { ExecutionService } from "../../gen/toolruntime/v1/execution_pb.js";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import type { CliIo } from "./cli-io.js";
@@ -29,10 +30,11 @@ export interface TlsMaterial {
   readonly key?: Buffer;
 }
 
-/** Clients of both services over one HTTP/2 connection. Close it when done. */
+/** Clients of the services over one HTTP/2 connection. Close it when done. */
 export interface Connection {
   readonly registry: Client<typeof RegistryService>;
   readonly runner: Client<typeof RunnerService>;
+  readonly executions: Client<typeof ExecutionService>;
   /** Closes the HTTP/2 connection, cancelling calls still open. */
   close(): void;
 }
@@ -104,7 +106,7 @@ async function readPem(path: string, flag: string): Promise<Buffer> {
 }
 
 /**
- * Opens clients of RegistryService and RunnerService speaking native gRPC to `settings.address`:
+ * Opens clients of RegistryService, RunnerService and ExecutionService speaking native gRPC to `settings.address`:
  * `http://` (h2c) without TLS, `https://` with it, the token sent on every call.
  */
 export function openConnection(settings: ConnectionSettings): Connection {
@@ -125,6 +127,7 @@ export function openConnection(settings: ConnectionSettings): Connection {
   return {
     registry: createClient(RegistryService, transport),
     runner: createClient(RunnerService, transport),
+    executions: createClient(ExecutionService, transport),
     close: () => sessionManager.abort(),
   };
 }
@@ -136,7 +139,7 @@ export function callOptions(io: CliIo): CallOptions {
 
 /**
  * Opens a connection, runs `action` with it and closes it. An RPC error is printed (status code
- * name, message, error type, then `hint()` when it returns a line) and becomes exit code 3; an
+ * name, message, error type, then `hint(error)` when it returns a line) and becomes exit code 3; an
  * interruption through `io.signal` becomes 130.
  */
 export async function withConnection(
@@ -144,7 +147,7 @@ export async function withConnection(
   io: CliIo,
   call: string,
   action: (connection: Connection) => Promise<number>,
-  hint: () => string | undefined = () => undefined,
+  hint: (error: ConnectError) => string | undefined = () => undefined,
 ): Promise<number> {
   const connection = openConnection(settings);
   try {
@@ -156,7 +159,7 @@ export async function withConnection(
     }
     if (error instanceof ConnectError) {
       io.stderr.write(describeRpcError(error, call, settings.address));
-      const extra = hint();
+      const extra = hint(error);
       if (extra !== undefined) io.stderr.write(`  ${extra}\n`);
       return ExitCode.rpcError;
     }

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ExecutionService } from "../../gen/toolruntime/v1/execution_pb.js";
 import {
@@ -75,7 +76,8 @@ export function createExecutionService(
     },
 
     getExecution(request, context) {
-      return { execution: recordFor(request.executionId, "read", context).toProto() };
+      const record = recordFor(request.executionId, "read", context);
+      return { execution: record.toProto(), inputs: record.init.inputs as JsonObject };
     },
 
     listExecutions(request, context) {

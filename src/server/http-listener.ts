@@ -3,6 +3,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { Socket } from "node:net";
 import type { ConnectionOptions } from "./connection-options.js";
+import { withCors } from "./cors.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 requests. */
@@ -26,6 +27,8 @@ export interface HttpListenOptions {
   readonly connection: ConnectionOptions;
   /** TLS (and mutual TLS); cleartext when absent. */
   readonly tls?: TlsMaterial | undefined;
+  /** Origins whose pages may call from a browser (CORS, see withCors); none when absent. */
+  readonly corsOrigins?: readonly string[] | undefined;
 }
 
 // Every HTTP/2 connection starts with this preface (RFC 9113 §3.4); HTTP/1.1 never does.
@@ -36,7 +39,8 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * In cleartext, Node's HTTP/2 server cannot answer HTTP/1.1 by itself, so each connection's first
  * bytes are compared with the HTTP/2 preface and the connection goes to the matching server.
  */
-export async function listenHttp(options: HttpListenOptions, handler: NodeRequestHandler): Promise<HttpListener> {
+export async function listenHttp(options: HttpListenOptions, serve: NodeRequestHandler): Promise<HttpListener> {
+  const handler = withCors(serve, options.corsOrigins ?? []);
   let closing = false;
   // HTTP/1.1 sockets and how many requests each has in flight, so idle ones can be closed at once
   // on shutdown (Node's own tracking is off for a server that does not listen itself).

@@ -61,6 +61,11 @@ export interface ServerOptions extends ToolRuntimeOptions {
    * that have no client certificate under mutual TLS. Default: none; 0 picks a free port.
    */
   readonly healthPort?: number | undefined;
+  /**
+   * Origins (such as "https://app.example.com") whose pages may call the HTTP port from a browser
+   * with Connect or gRPC-Web (CORS). Default: none, so browsers allow only same-origin pages.
+   */
+  readonly corsOrigins?: readonly string[];
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
   /** Logger for audit records of executions. Default: the main logger. */
@@ -200,7 +205,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     grpcPort = await bindGrpcServer(grpcServer, host, options.grpcPort ?? 50051, tls);
     try {
       http = await listenHttp(
-        { host, port: options.httpPort ?? 8080, connection, tls },
+        { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins },
         withOperationalEndpoints(
           connectHandler,
           health,
