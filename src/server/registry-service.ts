@@ -3,6 +3,7 @@ import { type RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/r
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkToolName, ensure, isToolName, quote } from "../registry/names.js";
+import { toolNotFound } from "../registry/tool-not-found.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf } from "./call-context.js";
@@ -48,11 +49,10 @@ export function createRegistryService(runtime: ToolRuntime): ServiceImpl<typeof 
       const registry = registries.get(request.registry);
       const tool = registry.get(request.name);
       if (!tool) {
-        throw new ToolRuntimeError(
-          "NOT_FOUND",
-          ErrorType.NotFound,
-          `tool ${quote(request.name)} is not registered in registry ${quote(registry.name)}: check the name with ListTools`,
+        throw toolNotFound(
+          registry,
           request.name,
+          `tool ${quote(request.name)} is not registered in registry ${quote(registry.name)}: check the name with ListTools`,
         );
       }
       return { spec: tool.spec };
