@@ -151,7 +151,8 @@ export function createProvider(options: ProviderOptions): Provider {
           },
         });
       },
-      log: (level, message) => send({ message: { case: "log", value: { executionId, level, message: String(message) } } }),
+      log: (level, message) =>
+        send({ message: { case: "log", value: { executionId, level, message: String(message) } } }),
       emitOutput: (chunk) => {
         const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
         if (!check.ok) throw new TypeError(check.problem);
@@ -185,7 +186,7 @@ export function createProvider(options: ProviderOptions): Provider {
       result = {
         message: {
           case: "result",
-          value: { executionId, error: { toolName, errorType: "HandlerError", details: describeThrown(error) } },
+          value: { executionId, error: { toolName, errorType: declaredType(error), details: describeThrown(error) } },
         },
       };
     }
@@ -360,11 +361,19 @@ export function createProvider(options: ProviderOptions): Provider {
       current.outgoing.push({ message: { case: "drain", value: { reason: "the provider is stopping" } } });
       if (current.running.size === 0) current.outgoing.end();
       const grace = setTimeout(() => {
-        for (const executionId of [...current.running.keys()]) handBack(current, executionId, "the provider is stopping");
+        for (const executionId of [...current.running.keys()])
+          handBack(current, executionId, "the provider is stopping");
         current.outgoing.end();
       }, graceMs);
       drainDone = () => clearTimeout(grace);
       await closed;
     },
   };
+}
+
+/** The error type a thrown value declares with a string `errorType` property, else "HandlerError". */
+function declaredType(thrown: unknown): string {
+  const declared =
+    typeof thrown === "object" && thrown !== null ? (thrown as { errorType?: unknown }).errorType : undefined;
+  return typeof declared === "string" && declared !== "" ? declared : "HandlerError";
 }

@@ -390,7 +390,9 @@ export class ProviderHub {
         return;
       case "handBack":
         if (!connection.draining) {
-          throw new Error(`execution ${quote(executionId)} cannot be handed back: only a draining provider hands runs back`);
+          throw new Error(
+            `execution ${quote(executionId)} cannot be handed back: only a draining provider hands runs back`,
+          );
         }
         connection.inFlight.delete(executionId);
         this.#wakeWaiters(connection);

@@ -40,7 +40,9 @@ export function createProviderTransport(options: ProviderTransportOptions): Prov
   const host = hostOf(options.address);
   const tls = options.tls;
   if (tls && (tls.cert === undefined) !== (tls.key === undefined)) {
-    throw new TypeError(`tls.${tls.cert === undefined ? "key" : "cert"} needs tls.${tls.cert === undefined ? "cert" : "key"}: pass both the client certificate and its key for mutual TLS`);
+    throw new TypeError(
+      `tls.${tls.cert === undefined ? "key" : "cert"} needs tls.${tls.cert === undefined ? "cert" : "key"}: pass both the client certificate and its key for mutual TLS`,
+    );
   }
   if (!tls && options.token !== undefined && !isLoopbackHost(host) && options.allowInsecureToken !== true) {
     throw new TypeError(
@@ -79,6 +81,7 @@ export function isLoopbackHost(host: string): boolean {
   const lower = host.toLowerCase();
   if (lower === "localhost" || lower.endsWith(".localhost")) return true;
   if (isIP(lower) === 4) return lower.startsWith("127.");
-  if (isIP(lower) === 6) return lower === "::1" || /^(?:0{0,4}:){0,5}:?ffff:127\./.test(lower) || lower === "0:0:0:0:0:0:0:1";
+  if (isIP(lower) === 6)
+    return lower === "::1" || /^(?:0{0,4}:){0,5}:?ffff:127\./.test(lower) || lower === "0:0:0:0:0:0:0:1";
   return false;
 }
