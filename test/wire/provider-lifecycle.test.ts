@@ -436,11 +436,11 @@ describe("A provider that drains", () => {
         }),
     });
 
-  beforeEach(async () => {
+  before(async () => {
     server = await startTestServer({ providers: { heartbeatIntervalMs: 100, failureTimeoutMs: 1000 } });
     client = createClientStack("grpc-js", server);
   });
-  afterEach(async () => {
+  after(async () => {
     client.close();
     await server.close(0);
   });
@@ -468,9 +468,15 @@ describe("A provider that drains", () => {
     gates.emit(executionId);
     expect((await first).output).to.deep.equal({ by: "old" });
     await drained;
+    expect(server.runtime.providers.stats().connections).to.equal(1);
     gates.emit(secondId);
-    replacement.close();
-    await replacement.closed;
+    await replacement.drain();
+    expect(server.runtime.providers.stats()).to.deep.equal({
+      connections: 0,
+      tools: 0,
+      runsInFlight: 0,
+      waitingRuns: 0,
+    });
   });
 
   it("hands back a run it cannot finish within its grace period, which another connection then runs", async () => {
@@ -493,8 +499,7 @@ describe("A provider that drains", () => {
     const result = await run;
     expect(result.success, result.error?.details).to.equal(true);
     expect(result.output).to.deep.equal({ by: "new" });
-    replacement.close();
-    await replacement.closed;
+    await replacement.drain();
   });
 
   it("refuses a hand-back from a connection that is not draining", async () => {
