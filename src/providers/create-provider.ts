@@ -102,8 +102,9 @@ interface Session {
  * be sent in clear to another machine.
  */
 export function createProvider(options: ProviderOptions): Provider {
-  const { transport, close: closeTransport } = createProviderTransport(options);
-  const client = createClient(ProviderService, transport);
+  const connection = createProviderTransport(options);
+  const closeTransport = (): void => connection.close();
+  const client = createClient(ProviderService, connection.transport);
   const tools = new Map(options.tools.map((tool) => [tool.spec.name, tool]));
   const jsonLimits = options.jsonLimits ?? defaultJsonLimits;
   const onEvent = options.onEvent ?? (() => undefined);

@@ -234,7 +234,10 @@ describe("Provider liveness", () => {
         address: proxy.address,
         providerName: "flaky",
         tools: [
-          defineTool({ name: "flaky.upper", handler: (inputs) => ({ text: String(inputs["text"]).toUpperCase() }) }),
+          defineTool({
+            name: "flaky.upper",
+            handler: (inputs) => ({ text: JSON.stringify(inputs["text"] ?? "").toUpperCase() }),
+          }),
         ],
         reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
         onEvent: events.onEvent,
@@ -302,7 +305,7 @@ describe("Provider liveness", () => {
         toolName: "flaky.upper",
         inputs: { text: "back" },
       });
-      expect(executed.result?.output).to.deep.equal({ text: "BACK" });
+      expect(executed.result?.output).to.deep.equal({ text: '"BACK"' });
     });
 
     it("comes back after the server restarts on the same port", async () => {
@@ -460,10 +463,11 @@ describe("A provider that drains", () => {
     await replacement.connected;
     const drained = old.drain(60_000);
     // Sent after the drain: the new run goes to the replacement, however loaded the old one is.
-    const [{ label: secondAt, executionId: secondId }] = (await Promise.all([
+    const [secondStarted] = await Promise.all([
       once(started, "started"),
       client.executions.startExecution({ toolName: "drain.hold", inputs: {} }),
-    ]).then(([event]) => event)) as [{ label: string; executionId: string }];
+    ]);
+    const [{ label: secondAt, executionId: secondId }] = secondStarted as [{ label: string; executionId: string }];
     expect(secondAt).to.equal("new");
     gates.emit(executionId);
     expect((await first).output).to.deep.equal({ by: "old" });
