@@ -5,8 +5,9 @@ Usage: /usr/bin/python3 examples/python/provider_example.py STUBS_DIR HOST:PORT
 STUBS_DIR holds the modules grpc_tools.protoc generated from proto/toolruntime/v1/*.proto (see
 README.md next to this file); HOST:PORT is the server's gRPC port. The script prints "connected" on
 stdout once the server welcomed it, a line per run it starts, and "cancelled EXECUTION_ID" when a
-run of pyexample.wait is cancelled. It exits with 0 on SIGTERM or SIGINT, and with 1 when the server
-refuses it or the stream breaks.
+run of pyexample.wait is cancelled. On SIGTERM or SIGINT it drains (takes no new runs, lets those it
+holds finish for up to 10 s, hands back the rest) and exits with 0; it exits with 1 when the server
+refuses it. When the server drops the stream, it reconnects with backoff and prints "connected" again.
 """
 
 import os
@@ -98,11 +99,22 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: provider_example.py STUBS_DIR HOST:PORT")
     stubs_dir, address = sys.argv[1:3]
-    provider = Provider(address, "pyexample", [word_count, wait], max_concurrency=8, stubs_dir=stubs_dir)
+    welcomes = []
+
+    def on_event(kind, _detail):
+        # The first welcome is announced below; every later one is a reconnection.
+        if kind == "welcome":
+            welcomes.append(kind)
+            if len(welcomes) > 1:
+                say("connected")
+
+    provider = Provider(
+        address, "pyexample", [word_count, wait], max_concurrency=8, stubs_dir=stubs_dir, on_event=on_event
+    )
 
     def stop(signum, _frame):
         say(f"stopping on signal {signum}")
-        provider.close()
+        provider.drain(grace=10)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

@@ -11,6 +11,9 @@ export interface JsonLimits {
 /** The default {@link JsonLimits}: 64 levels and 4 MiB. */
 export const defaultJsonLimits: JsonLimits = { maxDepth: 64, maxBytes: 4 * 1024 * 1024 };
 
+/** Limits on one chunk of partial output: 64 levels and 1 MiB. */
+export const outputChunkLimits: JsonLimits = { maxDepth: 64, maxBytes: 1024 * 1024 };
+
 /** The outcome of {@link checkJsonObject}. */
 export type JsonCheck =
   | { readonly ok: true; readonly value: JsonObject; readonly bytes: number }

@@ -7,6 +7,7 @@ import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runt
 import { checkSegmentName, quote } from "../registry/names.js";
 import type { ToolContext } from "../registry/tool-definition.js";
 import type { ToolRegistry } from "../registry/tool-registry.js";
+import { DeclaredFailure } from "../runner/declared-failure.js";
 import { EventQueue } from "../runner/event-queue.js";
 
 /** Messages the server sends a provider. */
@@ -22,10 +23,13 @@ export interface ProviderHubOptions {
   readonly maxConnections?: number;
 }
 
+/** How an assignment ended on the provider's side: a result, or handed back by a draining provider. */
+type Answer = { readonly kind: "result"; readonly output: unknown } | { readonly kind: "handed-back" };
+
 /** A run handed to a provider and not yet answered. */
 interface PendingRun {
   readonly context: ToolContext;
-  readonly resolve: (output: unknown) => void;
+  readonly resolve: (answer: Answer) => void;
   readonly reject: (error: Error) => void;
 }
 
@@ -35,6 +39,8 @@ class ProviderConnection {
   readonly outgoing = new EventQueue<ServerMessage>();
   readonly inFlight = new Map<string, PendingRun>();
   closed = false;
+  /** The provider sent `drain`: it takes no new runs. */
+  draining = false;
 
   constructor(
     readonly providerName: string,
@@ -43,7 +49,7 @@ class ProviderConnection {
   ) {}
 
   get hasCapacity(): boolean {
-    return this.inFlight.size < this.maxConcurrency;
+    return !this.draining && this.inFlight.size < this.maxConcurrency;
   }
 }
 
@@ -55,7 +61,7 @@ interface ServedTool {
   readonly waiting: (() => void)[];
 }
 
-/** An error a provider's run ends with (the failed result's error type is "ProviderError"). */
+/** An error a provider's run ends with when the provider itself fails (error type "ProviderError"). */
 export class ProviderError extends Error {
   override readonly name = "ProviderError";
 }
@@ -64,8 +70,10 @@ export class ProviderError extends Error {
  * The server's side of the provider protocol (see provider.proto): accepts provider connections,
  * registers their tools with a dispatching handler, balances runs across the connections that serve
  * a tool by load within each one's own limit, relays progress, logs, output and results, cancels
- * runs, and detects dead providers by silence. Whatever a provider does, it can only end its own
- * runs; a provider that vanishes ends them with a ProviderError at once and leaves nothing behind.
+ * runs, reassigns runs a draining provider hands back, and detects dead providers by silence.
+ * Whatever a provider does, it can only end its own runs; a provider that vanishes ends them with a
+ * ProviderError at once and leaves nothing behind but a note, in the registry, that its tools are
+ * offline.
  */
 export class ProviderHub {
   readonly heartbeatIntervalMs: number;
@@ -113,19 +121,25 @@ export class ProviderHub {
     let failure: ToolRuntimeError | undefined;
     const stop = (): void => connection.outgoing.end();
     signal.addEventListener("abort", stop, { once: true });
+    // The failure timer fires exactly when the provider has been silent for the failure timeout:
+    // when it fires early (the provider spoke since it was set), it is set again for the time left.
+    let silenceTimer: NodeJS.Timeout | undefined;
+    const watchSilence = (): void => {
+      const left = lastHeard + this.failureTimeoutMs - Date.now();
+      if (left > 0) {
+        silenceTimer = setTimeout(watchSilence, left);
+        return;
+      }
+      failure = new ToolRuntimeError(
+        "UNAVAILABLE",
+        ErrorType.Unavailable,
+        `provider ${quote(connection.providerName)} sent nothing for ${this.failureTimeoutMs} ms: it is considered dead`,
+      );
+      connection.outgoing.end();
+    };
+    silenceTimer = setTimeout(watchSilence, this.failureTimeoutMs);
     const ticker = setInterval(
-      () => {
-        if (Date.now() - lastHeard > this.failureTimeoutMs) {
-          failure = new ToolRuntimeError(
-            "UNAVAILABLE",
-            ErrorType.Unavailable,
-            `provider ${quote(connection.providerName)} sent nothing for ${this.failureTimeoutMs} ms: it is considered dead`,
-          );
-          connection.outgoing.end();
-        } else {
-          connection.outgoing.push({ message: { case: "heartbeat", value: {} } });
-        }
-      },
+      () => connection.outgoing.push({ message: { case: "heartbeat", value: {} } }),
       Math.min(this.heartbeatIntervalMs, this.failureTimeoutMs / 3),
     );
     // Read the provider's messages concurrently with sending ours; the loop ends with the stream.
@@ -161,6 +175,7 @@ export class ProviderHub {
       if (failure) throw failure;
     } finally {
       clearInterval(ticker);
+      clearTimeout(silenceTimer);
       signal.removeEventListener("abort", stop);
       this.#drop(connection, failure?.details ?? `provider ${quote(connection.providerName)} disconnected`);
       void iterator.return?.();
@@ -227,36 +242,54 @@ export class ProviderHub {
     return connection;
   }
 
-  /** The handler registered for a provider-served tool: hands each run to a connection. */
+  /**
+   * The handler registered for a provider-served tool: hands each run to a connection, and to
+   * another one when a draining provider hands it back (each connection at most once, as a
+   * draining connection takes no runs).
+   */
   #dispatcher(toolName: string) {
     return async (inputs: JsonObject, context: ToolContext): Promise<unknown> => {
-      const connection = await this.#pickConnection(toolName, context.signal);
-      return new Promise((resolve, reject) => {
-        const executionId = context.executionId;
-        connection.inFlight.set(executionId, { context, resolve, reject });
-        const onAbort = (): void => {
-          if (!connection.inFlight.delete(executionId)) return;
-          connection.outgoing.push({
-            message: {
-              case: "cancel",
-              value: {
-                executionId,
-                reason: String((context.signal.reason as Error | undefined)?.message ?? "cancelled"),
-              },
-            },
-          });
-          this.#wakeWaiters(connection);
-          reject(new Error("cancelled"));
-        };
-        context.signal.addEventListener("abort", onAbort, { once: true });
+      for (;;) {
+        const connection = await this.#pickConnection(toolName, context.signal);
+        const answer = await this.#assign(connection, toolName, inputs, context);
+        if (answer.kind === "result") return answer.output;
+      }
+    };
+  }
+
+  /** Sends one run to one connection; settles with its answer, or rejects when it fails or is cancelled. */
+  #assign(connection: ProviderConnection, toolName: string, inputs: JsonObject, context: ToolContext): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => {
+      const executionId = context.executionId;
+      const onAbort = (): void => {
+        if (!connection.inFlight.delete(executionId)) return;
         connection.outgoing.push({
           message: {
-            case: "assign",
-            value: { executionId, toolName, inputs, deadline: timestampFromDate(context.deadline) },
+            case: "cancel",
+            value: {
+              executionId,
+              reason: String((context.signal.reason as Error | undefined)?.message ?? "cancelled"),
+            },
           },
         });
+        this.#wakeWaiters(connection);
+        reject(new Error("cancelled"));
+      };
+      const settle = <T>(finish: (value: T) => void) => {
+        return (value: T): void => {
+          context.signal.removeEventListener("abort", onAbort);
+          finish(value);
+        };
+      };
+      connection.inFlight.set(executionId, { context, resolve: settle(resolve), reject: settle(reject) });
+      context.signal.addEventListener("abort", onAbort, { once: true });
+      connection.outgoing.push({
+        message: {
+          case: "assign",
+          value: { executionId, toolName, inputs, deadline: timestampFromDate(context.deadline) },
+        },
       });
-    };
+    });
   }
 
   /** The least-loaded connection serving `toolName` with capacity left; waits for one if needed. */
@@ -289,38 +322,38 @@ export class ProviderHub {
       case undefined:
         return;
       case "hello":
-        connection.outgoing.push({
-          message: { case: "rejected", value: { executionId: "", reason: "hello was already received" } },
-        });
+        this.#reject(connection, "", "hello was already received");
+        return;
+      case "drain":
+        connection.draining = true;
         return;
       case "progress":
       case "log":
       case "output":
-      case "result": {
+      case "result":
+      case "handBack": {
         const executionId = message.value.executionId;
         const run = connection.inFlight.get(executionId);
         if (!run) {
-          connection.outgoing.push({
-            message: {
-              case: "rejected",
-              value: {
-                executionId,
-                reason: `execution ${quote(executionId)} is not assigned to this connection, or already answered`,
-              },
-            },
-          });
+          this.#reject(
+            connection,
+            executionId,
+            `execution ${quote(executionId)} is not assigned to this connection, or already answered`,
+          );
           return;
         }
         try {
           this.#relay(connection, run, executionId, message);
         } catch (error) {
-          connection.outgoing.push({
-            message: { case: "rejected", value: { executionId, reason: (error as Error).message } },
-          });
+          this.#reject(connection, executionId, (error as Error).message);
         }
         return;
       }
     }
+  }
+
+  #reject(connection: ProviderConnection, executionId: string, reason: string): void {
+    connection.outgoing.push({ message: { case: "rejected", value: { executionId, reason } } });
   }
 
   #relay(
@@ -349,12 +382,21 @@ export class ProviderHub {
         connection.inFlight.delete(executionId);
         this.#wakeWaiters(connection);
         if (message.value.error) {
-          run.reject(
-            new ProviderError(`${message.value.error.errorType || ErrorType.Provider}: ${message.value.error.details}`),
-          );
+          run.reject(DeclaredFailure.of(message.value.error.errorType, message.value.error.details));
         } else {
-          run.resolve(message.value.output ?? {});
+          // An absent output is a handler that returned nothing: the run checks it as it would in process.
+          run.resolve({ kind: "result", output: message.value.output });
         }
+        return;
+      case "handBack":
+        if (!connection.draining) {
+          throw new Error(
+            `execution ${quote(executionId)} cannot be handed back: only a draining provider hands runs back`,
+          );
+        }
+        connection.inFlight.delete(executionId);
+        this.#wakeWaiters(connection);
+        run.resolve({ kind: "handed-back" });
         return;
       default:
         return;
@@ -366,7 +408,10 @@ export class ProviderHub {
     for (const name of connection.toolNames) this.#tools.get(name)?.waiting.shift()?.();
   }
 
-  /** Ends a connection: its runs fail, and tools no other connection serves are removed. */
+  /**
+   * Ends a connection: its runs fail, and tools no other connection serves are removed from the
+   * registry as offline (so runners keep their activations and NOT_FOUND names the provider).
+   */
   #drop(connection: ProviderConnection, reason: string): void {
     if (connection.closed) return;
     connection.closed = true;
@@ -379,12 +424,10 @@ export class ProviderHub {
       served.connections.delete(connection);
       if (served.connections.size === 0) {
         this.#tools.delete(name);
-        this.registry.remove(name);
-        // Runs waiting for a connection learn that there is none.
-        for (const wake of served.waiting.splice(0)) wake();
-      } else {
-        for (const wake of served.waiting.splice(0)) wake();
+        this.registry.remove(name, { offlineProvider: served.providerName });
       }
+      // Runs waiting for a connection look again: at another one, or learn that there is none.
+      for (const wake of served.waiting.splice(0)) wake();
     }
   }
 }

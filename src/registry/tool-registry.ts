@@ -67,6 +67,8 @@ export class ToolRegistry {
   readonly #listeners = new Set<ToolChangeListener>();
   readonly #log: ChangeLog;
   readonly #maxTools: number;
+  /** Provider of each tool removed because its provider went offline, until the name is taken again. */
+  readonly #offline = new Map<string, string>();
   #version: bigint;
 
   /** @param name the registry's name, used in messages */
@@ -142,8 +144,14 @@ export class ToolRegistry {
       hooks: registration.hooks,
     });
     this.#names.add(name);
+    this.#offline.delete(name);
     this.#commit({ kind: existing ? "updated" : "added", spec, version });
     return { spec, replaced: existing !== undefined };
+  }
+
+  /** The provider of a tool removed because that provider is not connected, or undefined. */
+  offlineProvider(name: string): string | undefined {
+    return this.#offline.get(name);
   }
 
   /** The tool of that name, or undefined. */
@@ -151,12 +159,22 @@ export class ToolRegistry {
     return this.#tools.get(name);
   }
 
-  /** Removes a tool; returns whether there was one. */
-  remove(name: string): boolean {
+  /**
+   * Removes a tool; returns whether there was one. With `offlineProvider`, the tool is gone only
+   * while that provider is not connected: {@link offlineProvider} names it until the tool is
+   * registered again (listeners of the removal can already read it).
+   */
+  remove(name: string, options: { offlineProvider?: string } = {}): boolean {
     const existing = this.#tools.get(name);
     if (!existing) return false;
     this.#tools.delete(name);
     this.#names.delete(name);
+    this.#offline.delete(name);
+    if (options.offlineProvider !== undefined) {
+      // Bounded like the registry itself: the oldest note goes first.
+      if (this.#offline.size >= this.#maxTools) this.#offline.delete(this.#offline.keys().next().value as string);
+      this.#offline.set(name, options.offlineProvider);
+    }
     this.#commit({ kind: "removed", spec: existing.spec, version: this.#version + 1n });
     return true;
   }

@@ -4,9 +4,10 @@ import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
-import { checkJsonObject, type JsonLimits } from "../json/check-json.js";
+import { checkJsonObject, outputChunkLimits, type JsonLimits } from "../json/check-json.js";
 import type { ProgressReport, RegisteredTool, ToolContext, ToolHandler } from "../registry/tool-definition.js";
 import { quote } from "../registry/names.js";
+import { DeclaredFailure } from "./declared-failure.js";
 import { describeThrown, failed, succeeded } from "./run-outcome.js";
 
 /** How one execution is bounded and observed. */
@@ -61,8 +62,6 @@ const runFinished = new Error("run finished");
 
 /** Longest log line kept, in characters. */
 const maxLogMessageLength = 4096;
-/** Limits on one partial output chunk. */
-const chunkLimits = { maxDepth: 64, maxBytes: 1024 * 1024 };
 
 /**
  * Runs a tool's handler once and returns its ToolResult. Never throws and never rejects: invalid
@@ -159,7 +158,7 @@ export async function executeTool(
       options.onLog?.(level, String(message).slice(0, maxLogMessageLength));
     },
     emitOutput(chunk): void {
-      const check = checkJsonObject({ chunk }, "output chunk", chunkLimits);
+      const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
       if (!check.ok) throw new TypeError(check.problem);
       if (running) options.onOutput?.(check.value["chunk"] as JsonValue);
     },
@@ -226,6 +225,16 @@ export async function executeTool(
       }
       break;
     case "threw":
+      if (outcome.error instanceof DeclaredFailure) {
+        const output = outcome.error.errorType === ErrorType.OutputValidation;
+        return failed(
+          name,
+          outcome.error.errorType,
+          `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${outcome.error.details}`,
+          durationMs,
+          metadata(durationMs),
+        );
+      }
       if (outcome.error instanceof Error && outcome.error.name === "ProviderError") {
         return failed(
           name,

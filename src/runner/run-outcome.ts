@@ -1,16 +1,19 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolErrorSchema, ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
-import type { ErrorTypeName } from "../errors/tool-runtime-error.js";
+import type { DeclaredErrorType } from "./declared-failure.js";
 
 /** Builds a successful ToolResult. */
 export function succeeded(output: JsonObject, durationMs: number, metadata: JsonObject): ToolResult {
   return create(ToolResultSchema, { success: true, output, durationMs, metadata });
 }
 
-/** Builds a failed ToolResult whose error names the tool, the category and the reason. */
+/**
+ * Builds a failed ToolResult whose error names the tool, the category (the runtime's, or one a
+ * provider's handler declared) and the reason.
+ */
 export function failed(
   toolName: string,
-  errorType: ErrorTypeName,
+  errorType: DeclaredErrorType,
   details: string,
   durationMs: number,
   metadata: JsonObject,

@@ -15,7 +15,8 @@ export interface RunnerSetOptions extends ToolRunnerOptions {
 /**
  * The named runners of a server, all over one registry. A runner exists while it has active
  * tools, so names used once leave nothing behind. A tool removed from the registry is deactivated
- * in every runner.
+ * in every runner, unless it is gone only while its provider is offline: its activations then wait
+ * for the provider to reconnect.
  */
 export class RunnerSet {
   readonly #runners = new Map<string, ToolRunner>();
@@ -28,7 +29,7 @@ export class RunnerSet {
   ) {
     this.#maxRunners = options.maxRunners ?? 1024;
     this.#unsubscribe = registry.subscribe((change) => {
-      if (change.kind !== "removed") return;
+      if (change.kind !== "removed" || registry.offlineProvider(change.spec.name) !== undefined) return;
       for (const runner of this.#runners.values()) this.#deactivate(runner, change.spec.name);
     });
   }

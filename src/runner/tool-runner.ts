@@ -7,6 +7,7 @@ import { checkToolName, ensure, quote } from "../registry/names.js";
 import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/tool-definition.js";
 import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-registry.js";
 import { checkDurationMs } from "../registry/check-duration.js";
+import { toolNotFound } from "../registry/tool-not-found.js";
 import { executeTool } from "./execute-tool.js";
 import type { RunInfo, RunObserver } from "./run-observer.js";
 
@@ -100,11 +101,11 @@ export class ToolRunner {
     ensure(checkToolName(toolName));
     const tool = this.registry.get(toolName);
     if (!tool) {
-      throw new ToolRuntimeError(
-        "NOT_FOUND",
-        ErrorType.Activation,
-        `tool ${quote(toolName)} cannot be activated: registry ${quote(this.registry.name)} has no such tool`,
+      throw toolNotFound(
+        this.registry,
         toolName,
+        `tool ${quote(toolName)} cannot be activated: registry ${quote(this.registry.name)} has no such tool`,
+        ErrorType.Activation,
       );
     }
     const alreadyActive = this.#active.has(toolName);
@@ -149,11 +150,10 @@ export class ToolRunner {
       );
     }
     if (!tool) {
-      throw new ToolRuntimeError(
-        "NOT_FOUND",
-        ErrorType.NotFound,
-        `tool ${quote(toolName)} is not registered in registry ${quote(this.registry.name)}: check the name with ListTools`,
+      throw toolNotFound(
+        this.registry,
         toolName,
+        `tool ${quote(toolName)} is not registered in registry ${quote(this.registry.name)}: check the name with ListTools`,
       );
     }
     if (requireActive && !this.#active.has(toolName)) {

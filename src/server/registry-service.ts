@@ -5,6 +5,7 @@ import { ensureMayCreateRegistry } from "../auth/registry-access.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkToolName, ensure, isToolName, quote } from "../registry/names.js";
 import { resolveRegistryName } from "../registry/registry-set.js";
+import { toolNotFound } from "../registry/tool-not-found.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf } from "./call-context.js";
@@ -62,11 +63,10 @@ export function createRegistryService(
       const registry = registries.get(request.registry);
       const tool = registry.get(request.name);
       if (!tool) {
-        throw new ToolRuntimeError(
-          "NOT_FOUND",
-          ErrorType.NotFound,
-          `tool ${quote(request.name)} is not registered in registry ${quote(registry.name)}: check the name with ListTools`,
+        throw toolNotFound(
+          registry,
           request.name,
+          `tool ${quote(request.name)} is not registered in registry ${quote(registry.name)}: check the name with ListTools`,
         );
       }
       return { spec: tool.spec };

@@ -2,18 +2,21 @@
 // real server over the provider protocol, as a child process: its tools run from a Python grpcio
 // client (RunTool), from curl (Connect JSON on the HTTP port), are cancelled through
 // ExecutionService, and a provider killed mid-run leaves nothing behind.
+import { Code } from "@connectrpc/connect";
 import { expect } from "chai";
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { once } from "node:events";
+import { EventEmitter, once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { createClientStack, type ClientStack } from "../support/client-stacks.js";
-import { collect } from "../support/expect-error.js";
+import { collect, expectToolError } from "../support/expect-error.js";
 import { generatePythonStubs, python, repoRoot, type EventSeen, type RpcErrorSeen } from "../support/python-harness.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
 import { startTestServer } from "../support/test-server.js";
 
 const execFileAsync = promisify(execFile);
@@ -216,5 +219,104 @@ describe("A Python tool provider (examples/python)", function () {
     expect(stats.runsInFlight).to.equal(0);
     expect(stats.waitingRuns).to.equal(0);
     expect(server.runtime.registries.default.get("pyexample.wait")).to.equal(undefined);
+  });
+});
+
+describe("A Python provider behaves like an in-process tool and reconnects", function () {
+  this.timeout(60_000);
+  let server: RunningServer;
+  let client: ClientStack;
+  let stubsDir: string;
+  let proxy: TcpProxy;
+  let child: ChildProcessWithoutNullStreams;
+  let stdout = "";
+  const printed = new EventEmitter();
+
+  /** Resolves once stdout holds `count` occurrences of `text`. */
+  const untilPrinted = async (text: string, count = 1): Promise<void> => {
+    while (stdout.split(text).length - 1 < count) await once(printed, "data");
+  };
+  const resultOf = async (toolName: string) => {
+    const events = (await collect(client.runner.runTool({ toolName }))).map((response) => response.event as RunEvent);
+    return completedResult(events);
+  };
+
+  before(async () => {
+    server = await startTestServer({ providers: { heartbeatIntervalMs: 200, failureTimeoutMs: 1000 } });
+    client = createClientStack("grpc-js", server);
+    stubsDir = await mkdtemp(path.join(os.tmpdir(), "toolruntime-python-fixture-"));
+    await generatePythonStubs(stubsDir);
+    proxy = await TcpProxy.start(server.grpcAddress);
+    child = spawn(python, [path.join(repoRoot, "test/python/provider_fixture.py"), stubsDir, proxy.address], {
+      cwd: repoRoot,
+    });
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      printed.emit("data");
+    });
+    await untilPrinted("connected");
+  });
+  after(async () => {
+    const exited = once(child, "exit");
+    child.kill("SIGTERM");
+    await exited;
+    await proxy.close();
+    client.close();
+    await server.close(0);
+    await rm(stubsDir, { recursive: true, force: true });
+  });
+
+  it("reports a raised exception as HandlerError, or as the type it declares, never as ProviderError", async () => {
+    const thrown = await resultOf("pyfix.throws");
+    expect(thrown?.error?.errorType).to.equal("HandlerError");
+    expect(thrown?.error?.details).to.equal('handler of "pyfix.throws" failed: ValueError: disk full');
+    const quota = await resultOf("pyfix.quota");
+    expect(quota?.error?.errorType).to.equal("QuotaExceeded");
+    expect(quota?.error?.details).to.equal('handler of "pyfix.quota" failed: QuotaExceeded: over the daily quota');
+  });
+
+  it("fails a handler that returns None as an in-process handler that returns nothing", async () => {
+    const result = await resultOf("pyfix.nothing");
+    expect(result?.error?.errorType).to.equal("OutputValidationError");
+    expect(result?.error?.details).to.equal(
+      'handler of "pyfix.nothing" returned invalid output: output is undefined: it must be a JSON object',
+    );
+  });
+
+  it("refuses to send a token in clear to another machine", () => {
+    expect(stdout).to.contain(
+      "refused: refusing to send the token in clear to '10.1.2.3:50051': pass root_certificates (TLS), or allow_insecure_token=True on a network you trust",
+    );
+  });
+
+  it("reconnects after its connection drops, announces its tools again, and runs them", async () => {
+    const abort = new AbortController();
+    const watch = client.registry.watchTools({}, { signal: abort.signal })[Symbol.asyncIterator]();
+    const until = async (type: ToolChangeType): Promise<void> => {
+      for (;;) {
+        const next = await watch.next();
+        if (next.done) throw new Error("the watch ended");
+        if (
+          next.value.type === type &&
+          (type === ToolChangeType.SNAPSHOT_END || next.value.spec?.name === "pyfix.upper")
+        )
+          return;
+      }
+    };
+    await until(ToolChangeType.SNAPSHOT_END);
+    proxy.pause();
+    await until(ToolChangeType.REMOVED);
+    await expectToolError(
+      client.registry.getTool({ name: "pyfix.upper" }),
+      Code.NotFound,
+      "NotFoundError",
+      'tool "pyfix.upper" is served by provider "pyfix", which is not connected',
+    );
+    proxy.resume();
+    await until(ToolChangeType.ADDED);
+    abort.abort();
+    await untilPrinted("connected", 2);
+    const result = await resultOf("pyfix.upper");
+    expect(result?.success, result?.error?.details).to.equal(true);
   });
 });

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/provider.proto.
  */
 export const file_toolruntime_v1_provider: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b29scnVudGltZS92MS9wcm92aWRlci5wcm90bxIOdG9vbHJ1bnRpbWUudjEiyQIKDkNvbm5lY3RSZXF1ZXN0Ei4KBWhlbGxvGAEgASgLMh0udG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIZWxsb0gAEjYKCWhlYXJ0YmVhdBgCIAEoCzIhLnRvb2xydW50aW1lLnYxLlByb3ZpZGVySGVhcnRiZWF0SAASNAoIcHJvZ3Jlc3MYAyABKAsyIC50b29scnVudGltZS52MS5Qcm92aWRlclByb2dyZXNzSAASKgoDbG9nGAQgASgLMhsudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJMb2dIABIwCgZvdXRwdXQYBSABKAsyHi50b29scnVudGltZS52MS5Qcm92aWRlck91dHB1dEgAEjAKBnJlc3VsdBgGIAEoCzIeLnRvb2xydW50aW1lLnYxLlByb3ZpZGVyUmVzdWx0SABCCQoHbWVzc2FnZSJoCg1Qcm92aWRlckhlbGxvEhUKDXByb3ZpZGVyX25hbWUYASABKAkSJwoFdG9vbHMYAiADKAsyGC50b29scnVudGltZS52MS5Ub29sU3BlYxIXCg9tYXhfY29uY3VycmVuY3kYAyABKA0iEwoRUHJvdmlkZXJIZWFydGJlYXQiSwoQUHJvdmlkZXJQcm9ncmVzcxIUCgxleGVjdXRpb25faWQYASABKAkSEAoIZnJhY3Rpb24YAiABKAESDwoHbWVzc2FnZRgDIAEoCSJDCgtQcm92aWRlckxvZxIUCgxleGVjdXRpb25faWQYASABKAkSDQoFbGV2ZWwYAiABKAkSDwoHbWVzc2FnZRgDIAEoCSJNCg5Qcm92aWRlck91dHB1dBIUCgxleGVjdXRpb25faWQYASABKAkSJQoFY2h1bmsYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUieQoOUHJvdmlkZXJSZXN1bHQSFAoMZXhlY3V0aW9uX2lkGAEgASgJEicKBm91dHB1dBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKAoFZXJyb3IYAyABKAsyGS50b29scnVudGltZS52MS5Ub29sRXJyb3IinwIKD0Nvbm5lY3RSZXNwb25zZRIyCgd3ZWxjb21lGAEgASgLMh8udG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJXZWxjb21lSAASNAoJaGVhcnRiZWF0GAIgASgLMh8udG9vbHJ1bnRpbWUudjEuU2VydmVySGVhcnRiZWF0SAASLwoGYXNzaWduGAMgASgLMh0udG9vbHJ1bnRpbWUudjEuUnVuQXNzaWdubWVudEgAEjEKBmNhbmNlbBgEIAEoCzIfLnRvb2xydW50aW1lLnYxLlJ1bkNhbmNlbGxhdGlvbkgAEjMKCHJlamVjdGVkGAUgASgLMh8udG9vbHJ1bnRpbWUudjEuTWVzc2FnZVJlamVjdGVkSABCCQoHbWVzc2FnZSKMAQoPUHJvdmlkZXJXZWxjb21lEhUKDWNvbm5lY3Rpb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEhoKEmZhaWx1cmVfdGltZW91dF9tcxgDIAEoDRInCgV0b29scxgEIAMoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjIhEKD1NlcnZlckhlYXJ0YmVhdCKkAQoNUnVuQXNzaWdubWVudBIUCgxleGVjdXRpb25faWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEicKBmlucHV0cxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoIZGVhZGxpbmUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3RyYWNlcGFyZW50GAUgASgJIjcKD1J1bkNhbmNlbGxhdGlvbhIUCgxleGVjdXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIjcKD01lc3NhZ2VSZWplY3RlZBIUCgxleGVjdXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJMmEKD1Byb3ZpZGVyU2VydmljZRJOCgdDb25uZWN0Eh4udG9vbHJ1bnRpbWUudjEuQ29ubmVjdFJlcXVlc3QaHy50b29scnVudGltZS52MS5Db25uZWN0UmVzcG9uc2UoATABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolruntime_v1_tool]);
+  fileDesc("Ch10b29scnVudGltZS92MS9wcm92aWRlci5wcm90bxIOdG9vbHJ1bnRpbWUudjEisAMKDkNvbm5lY3RSZXF1ZXN0Ei4KBWhlbGxvGAEgASgLMh0udG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIZWxsb0gAEjYKCWhlYXJ0YmVhdBgCIAEoCzIhLnRvb2xydW50aW1lLnYxLlByb3ZpZGVySGVhcnRiZWF0SAASNAoIcHJvZ3Jlc3MYAyABKAsyIC50b29scnVudGltZS52MS5Qcm92aWRlclByb2dyZXNzSAASKgoDbG9nGAQgASgLMhsudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJMb2dIABIwCgZvdXRwdXQYBSABKAsyHi50b29scnVudGltZS52MS5Qcm92aWRlck91dHB1dEgAEjAKBnJlc3VsdBgGIAEoCzIeLnRvb2xydW50aW1lLnYxLlByb3ZpZGVyUmVzdWx0SAASLgoFZHJhaW4YByABKAsyHS50b29scnVudGltZS52MS5Qcm92aWRlckRyYWluSAASNQoJaGFuZF9iYWNrGAggASgLMiAudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIYW5kQmFja0gAQgkKB21lc3NhZ2UiHwoNUHJvdmlkZXJEcmFpbhIOCgZyZWFzb24YASABKAkiOAoQUHJvdmlkZXJIYW5kQmFjaxIUCgxleGVjdXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJImgKDVByb3ZpZGVySGVsbG8SFQoNcHJvdmlkZXJfbmFtZRgBIAEoCRInCgV0b29scxgCIAMoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjEhcKD21heF9jb25jdXJyZW5jeRgDIAEoDSITChFQcm92aWRlckhlYXJ0YmVhdCJLChBQcm92aWRlclByb2dyZXNzEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIQCghmcmFjdGlvbhgCIAEoARIPCgdtZXNzYWdlGAMgASgJIkMKC1Byb3ZpZGVyTG9nEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRINCgVsZXZlbBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIk0KDlByb3ZpZGVyT3V0cHV0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIlCgVjaHVuaxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ5Cg5Qcm92aWRlclJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAkSJwoGb3V0cHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgVlcnJvchgDIAEoCzIZLnRvb2xydW50aW1lLnYxLlRvb2xFcnJvciKfAgoPQ29ubmVjdFJlc3BvbnNlEjIKB3dlbGNvbWUYASABKAsyHy50b29scnVudGltZS52MS5Qcm92aWRlcldlbGNvbWVIABI0CgloZWFydGJlYXQYAiABKAsyHy50b29scnVudGltZS52MS5TZXJ2ZXJIZWFydGJlYXRIABIvCgZhc3NpZ24YAyABKAsyHS50b29scnVudGltZS52MS5SdW5Bc3NpZ25tZW50SAASMQoGY2FuY2VsGAQgASgLMh8udG9vbHJ1bnRpbWUudjEuUnVuQ2FuY2VsbGF0aW9uSAASMwoIcmVqZWN0ZWQYBSABKAsyHy50b29scnVudGltZS52MS5NZXNzYWdlUmVqZWN0ZWRIAEIJCgdtZXNzYWdlIowBCg9Qcm92aWRlcldlbGNvbWUSFQoNY29ubmVjdGlvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0SGgoSZmFpbHVyZV90aW1lb3V0X21zGAMgASgNEicKBXRvb2xzGAQgAygLMhgudG9vbHJ1bnRpbWUudjEuVG9vbFNwZWMiEQoPU2VydmVySGVhcnRiZWF0IqQBCg1SdW5Bc3NpZ25tZW50EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJwoGaW5wdXRzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCghkZWFkbGluZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLdHJhY2VwYXJlbnQYBSABKAkiNwoPUnVuQ2FuY2VsbGF0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiNwoPTWVzc2FnZVJlamVjdGVkEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkyYQoPUHJvdmlkZXJTZXJ2aWNlEk4KB0Nvbm5lY3QSHi50b29scnVudGltZS52MS5Db25uZWN0UmVxdWVzdBofLnRvb2xydW50aW1lLnYxLkNvbm5lY3RSZXNwb25zZSgBMAFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolruntime_v1_tool]);
 
 /**
  * A message from the provider.
@@ -75,6 +75,22 @@ export type ConnectRequest = Message<"toolruntime.v1.ConnectRequest"> & {
      */
     value: ProviderResult;
     case: "result";
+  } | {
+    /**
+     * The provider is stopping: assign it nothing more.
+     *
+     * @generated from field: toolruntime.v1.ProviderDrain drain = 7;
+     */
+    value: ProviderDrain;
+    case: "drain";
+  } | {
+    /**
+     * A run the draining provider returns unfinished.
+     *
+     * @generated from field: toolruntime.v1.ProviderHandBack hand_back = 8;
+     */
+    value: ProviderHandBack;
+    case: "handBack";
   } | { case: undefined; value?: undefined };
 };
 
@@ -84,6 +100,57 @@ export type ConnectRequest = Message<"toolruntime.v1.ConnectRequest"> & {
  */
 export const ConnectRequestSchema: GenMessage<ConnectRequest> = /*@__PURE__*/
   messageDesc(file_toolruntime_v1_provider, 0);
+
+/**
+ * The provider is stopping gracefully. Sent once; later `drain` messages are ignored.
+ *
+ * @generated from message toolruntime.v1.ProviderDrain
+ */
+export type ProviderDrain = Message<"toolruntime.v1.ProviderDrain"> & {
+  /**
+   * Why, for the server's log ("shutting down").
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.ProviderDrain.
+ * Use `create(ProviderDrainSchema)` to create a new message.
+ */
+export const ProviderDrainSchema: GenMessage<ProviderDrain> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_provider, 1);
+
+/**
+ * A run a draining provider returns without a result: the server assigns it again to another
+ * connection (or waits for one until the run's deadline). Only a connection that sent `drain` may
+ * hand runs back; from others it is `rejected`.
+ *
+ * @generated from message toolruntime.v1.ProviderHandBack
+ */
+export type ProviderHandBack = Message<"toolruntime.v1.ProviderHandBack"> & {
+  /**
+   * The run.
+   *
+   * @generated from field: string execution_id = 1;
+   */
+  executionId: string;
+
+  /**
+   * Why, for the server's log.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.ProviderHandBack.
+ * Use `create(ProviderHandBackSchema)` to create a new message.
+ */
+export const ProviderHandBackSchema: GenMessage<ProviderHandBack> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_provider, 2);
 
 /**
  * The first message of a provider.
@@ -119,7 +186,7 @@ export type ProviderHello = Message<"toolruntime.v1.ProviderHello"> & {
  * Use `create(ProviderHelloSchema)` to create a new message.
  */
 export const ProviderHelloSchema: GenMessage<ProviderHello> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 1);
+  messageDesc(file_toolruntime_v1_provider, 3);
 
 /**
  * A heartbeat from the provider.
@@ -134,7 +201,7 @@ export type ProviderHeartbeat = Message<"toolruntime.v1.ProviderHeartbeat"> & {
  * Use `create(ProviderHeartbeatSchema)` to create a new message.
  */
 export const ProviderHeartbeatSchema: GenMessage<ProviderHeartbeat> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 2);
+  messageDesc(file_toolruntime_v1_provider, 4);
 
 /**
  * Progress of an assigned run.
@@ -169,7 +236,7 @@ export type ProviderProgress = Message<"toolruntime.v1.ProviderProgress"> & {
  * Use `create(ProviderProgressSchema)` to create a new message.
  */
 export const ProviderProgressSchema: GenMessage<ProviderProgress> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 3);
+  messageDesc(file_toolruntime_v1_provider, 5);
 
 /**
  * A log line of an assigned run.
@@ -204,7 +271,7 @@ export type ProviderLog = Message<"toolruntime.v1.ProviderLog"> & {
  * Use `create(ProviderLogSchema)` to create a new message.
  */
 export const ProviderLogSchema: GenMessage<ProviderLog> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 4);
+  messageDesc(file_toolruntime_v1_provider, 6);
 
 /**
  * A chunk of partial output of an assigned run.
@@ -232,7 +299,7 @@ export type ProviderOutput = Message<"toolruntime.v1.ProviderOutput"> & {
  * Use `create(ProviderOutputSchema)` to create a new message.
  */
 export const ProviderOutputSchema: GenMessage<ProviderOutput> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 5);
+  messageDesc(file_toolruntime_v1_provider, 7);
 
 /**
  * The outcome of an assigned run.
@@ -248,14 +315,22 @@ export type ProviderResult = Message<"toolruntime.v1.ProviderResult"> & {
   executionId: string;
 
   /**
-   * The output (a JSON object), on success; checked against the tool's output schema.
+   * The output (a JSON object), on success; checked against the tool's output schema. Absent
+   * without an `error` means the handler returned nothing: the run fails with
+   * "OutputValidationError", as an in-process handler that returns nothing does.
    *
    * @generated from field: google.protobuf.Struct output = 2;
    */
   output?: JsonObject | undefined;
 
   /**
-   * Why the run failed, when it did; `output` is then ignored. `details` is shown to the caller.
+   * Why the run failed, when it did; `output` is then ignored. `error_type` is "HandlerError" (or
+   * empty) when the handler threw, "OutputValidationError" when its output is not JSON, or a type of
+   * the provider's own (a letter, then up to 63 letters, digits, "_" or "."), which the caller sees
+   * as is; the runtime's other types are its own to give, and are reported as "HandlerError".
+   * `details` is what the handler said; the caller sees it after "handler of "TOOL" failed: ".
+   * "ProviderError" is never the handler's: it means the provider itself failed (disconnected,
+   * crashed or fell silent).
    *
    * @generated from field: toolruntime.v1.ToolError error = 3;
    */
@@ -267,7 +342,7 @@ export type ProviderResult = Message<"toolruntime.v1.ProviderResult"> & {
  * Use `create(ProviderResultSchema)` to create a new message.
  */
 export const ProviderResultSchema: GenMessage<ProviderResult> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 6);
+  messageDesc(file_toolruntime_v1_provider, 8);
 
 /**
  * A message from the server.
@@ -328,7 +403,7 @@ export type ConnectResponse = Message<"toolruntime.v1.ConnectResponse"> & {
  * Use `create(ConnectResponseSchema)` to create a new message.
  */
 export const ConnectResponseSchema: GenMessage<ConnectResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 7);
+  messageDesc(file_toolruntime_v1_provider, 9);
 
 /**
  * The server's answer to hello.
@@ -370,7 +445,7 @@ export type ProviderWelcome = Message<"toolruntime.v1.ProviderWelcome"> & {
  * Use `create(ProviderWelcomeSchema)` to create a new message.
  */
 export const ProviderWelcomeSchema: GenMessage<ProviderWelcome> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 8);
+  messageDesc(file_toolruntime_v1_provider, 10);
 
 /**
  * A heartbeat from the server.
@@ -385,7 +460,7 @@ export type ServerHeartbeat = Message<"toolruntime.v1.ServerHeartbeat"> & {
  * Use `create(ServerHeartbeatSchema)` to create a new message.
  */
 export const ServerHeartbeatSchema: GenMessage<ServerHeartbeat> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 9);
+  messageDesc(file_toolruntime_v1_provider, 11);
 
 /**
  * A run assigned to the provider.
@@ -434,7 +509,7 @@ export type RunAssignment = Message<"toolruntime.v1.RunAssignment"> & {
  * Use `create(RunAssignmentSchema)` to create a new message.
  */
 export const RunAssignmentSchema: GenMessage<RunAssignment> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 10);
+  messageDesc(file_toolruntime_v1_provider, 12);
 
 /**
  * The server no longer wants a run: it was cancelled or timed out.
@@ -462,7 +537,7 @@ export type RunCancellation = Message<"toolruntime.v1.RunCancellation"> & {
  * Use `create(RunCancellationSchema)` to create a new message.
  */
 export const RunCancellationSchema: GenMessage<RunCancellation> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 11);
+  messageDesc(file_toolruntime_v1_provider, 13);
 
 /**
  * A message the server ignored.
@@ -490,7 +565,7 @@ export type MessageRejected = Message<"toolruntime.v1.MessageRejected"> & {
  * Use `create(MessageRejectedSchema)` to create a new message.
  */
 export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 12);
+  messageDesc(file_toolruntime_v1_provider, 14);
 
 /**
  * ProviderService lets a process in any language serve tools to the runtime without opening a port
@@ -508,14 +583,20 @@ export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
  *  3. The server sends `assign` for each run: execution id, tool, inputs, deadline. The provider
  *     answers with any number of `progress`, `log` and `output`, then exactly one `result` for that
  *     execution id. A `cancel` asks it to stop a run; it should still send a result (its content is
- *     then ignored).
+ *     then ignored). A result's error is the handler's failure, as if the tool had thrown in the
+ *     server: see ProviderResult.
  *  4. Both sides send `heartbeat` at least every heartbeat interval when they have nothing else to
  *     send. A provider that sends nothing for the failure timeout is considered dead: its stream
  *     ends with UNAVAILABLE, its runs in flight end with a "ProviderError" result, and, when it was
- *     the last connection serving them, its tools are removed (watchers see REMOVED) until it
- *     reconnects.
+ *     the last connection serving them, its tools are removed (watchers see REMOVED; activations in
+ *     runners are kept, and runs meet NOT_FOUND naming the provider) until it reconnects.
  *  5. Messages about runs the provider was not assigned, or sent twice, are answered with a
  *     `rejected` message and otherwise ignored.
+ *  6. To stop gracefully, the provider sends `drain`: the server assigns it no new runs (they go to
+ *     its other connections, or wait for one), while the runs it holds go on. For each it answers
+ *     with its `result`, or with `hand_back` to return a run it will not finish: the server assigns
+ *     that run again elsewhere, as if it had never been assigned. When it holds no runs, it ends the
+ *     stream.
  *
  * Errors of Connect: INVALID_ARGUMENT, ALREADY_EXISTS, PERMISSION_DENIED (the identity lacks
  * `provide` on a tool), RESOURCE_EXHAUSTED, UNAVAILABLE (failure timeout or shutdown).
