@@ -183,9 +183,18 @@ function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexS
   });
 }
 
-/** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */
+/**
+ * The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. The call's
+ * reader is never returned early: `for await` would destroy the call on a throw, and a destroyed
+ * call can no longer send the status that tells the client why.
+ */
 async function* decodeAll(schema: DescMessage, call: ServerDuplexStream<Buffer, Buffer>): AsyncGenerator<unknown> {
-  for await (const bytes of call as AsyncIterable<Buffer>) yield decode(schema, bytes);
+  const reader = (call as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await reader.next();
+    if (next.done === true) return;
+    yield decode(schema, next.value);
+  }
 }
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {
