@@ -43,4 +43,3 @@ describe("Protocol errors over the wire", () => {
     });
   });
 });
-
