@@ -180,7 +180,10 @@ export function createProvider(options: ProviderOptions): Provider {
           : {
               message: {
                 case: "result",
-                value: { executionId, error: { toolName, errorType: ErrorType.OutputValidation, details: check.problem } },
+                value: {
+                  executionId,
+                  error: { toolName, errorType: ErrorType.OutputValidation, details: check.problem },
+                },
               },
             };
       }

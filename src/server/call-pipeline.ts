@@ -1,8 +1,8 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Authenticator } from "../auth/authenticator.js";
-import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { ErrorType, isToolRuntimeError, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { identityKey, peerCertificateKey } from "./call-context.js";
 import { toConnectError } from "./to-connect-error.js";
 
@@ -66,7 +66,7 @@ export function wrapService<S extends DescService>(
               yield* original(request, context) as AsyncIterable<unknown>;
               code = 0;
             } catch (error) {
-              const connectError = toConnectError(error, options.logger);
+              const connectError = toConnectError(endedByCaller(error, context) ?? error, options.logger);
               code = connectError.code;
               throw connectError;
             } finally {
@@ -89,4 +89,18 @@ export function wrapService<S extends DescService>(
           };
   }
   return wrapped as unknown as ServiceImpl<S>;
+}
+
+/**
+ * When a stream's call was already over (its client left, its deadline passed, the server shut
+ * down), what its writer throws afterwards is the consequence, not a bug: the call ends with the
+ * reason of its signal (CANCELLED when none) and nothing is logged as an internal error.
+ */
+function endedByCaller(thrown: unknown, context: HandlerContext): ConnectError | undefined {
+  if (!context.signal.aborted || isToolRuntimeError(thrown)) return undefined;
+  if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) return undefined;
+  const reason: unknown = context.signal.reason;
+  return reason instanceof ConnectError && reason.code !== Code.Internal && reason.code !== Code.Unknown
+    ? reason
+    : new ConnectError("the call was cancelled by the client", Code.Canceled);
 }

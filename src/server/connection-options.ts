@@ -14,6 +14,21 @@ export interface ConnectionOptions {
   readonly maxConnectionAgeGraceMs: number;
   /** Time an idle connection (no calls) stays open, in ms; 0: forever. Default 900,000 (15 minutes). */
   readonly maxConnectionIdleMs: number;
+  /**
+   * Most RPCs in flight in the whole server, both ports and every protocol together (health checks,
+   * reflection and the plain-HTTP endpoints excepted); calls beyond it are refused at once with
+   * RESOURCE_EXHAUSTED. Long-lived streams (RunTool, WatchExecution, provider streams) count while
+   * they last. Default 4,096.
+   */
+  readonly maxCallsInFlight: number;
+  /** Most open connections per port; connections beyond it are closed as they arrive. Default 4,096. */
+  readonly maxConnections: number;
+  /**
+   * Time a new connection gets to complete its first request's headers (TLS handshake and HTTP/2
+   * preface included), and an idle HTTP/1.1 connection its next request's, in ms; the connection is
+   * closed when it runs out. Default 10,000.
+   */
+  readonly headerTimeoutMs: number;
 }
 
 /** The defaults of {@link ConnectionOptions}. */
@@ -25,4 +40,7 @@ export const defaultConnectionOptions: ConnectionOptions = {
   maxConnectionAgeMs: 0,
   maxConnectionAgeGraceMs: 30_000,
   maxConnectionIdleMs: 900_000,
+  maxCallsInFlight: 4096,
+  maxConnections: 4096,
+  headerTimeoutMs: 10_000,
 };

@@ -13,11 +13,13 @@ import type {
   ServerUnaryCall,
   ServerWritableStream,
   ServiceDefinition,
+  StatusObject,
   UntypedServiceImplementation,
   sendUnaryData,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
+import type { CallLimiter } from "./call-limiter.js";
 import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { toConnectError } from "./to-connect-error.js";
@@ -38,6 +40,8 @@ export interface GrpcAdapterOptions {
   readonly logger: Logger;
   /** Aborted when the server shuts down; aborts every call's signal. */
   readonly shutdownSignal?: AbortSignal;
+  /** The server-wide bound on calls in flight; a call beyond it is refused before it is decoded. */
+  readonly limiter?: CallLimiter;
 }
 
 /**
@@ -53,6 +57,15 @@ export function addServiceToGrpcServer<S extends DescService>(
   implementation: ServiceImpl<S>,
   options: GrpcAdapterOptions,
 ): void {
+  const limiter = options.limiter;
+  const refusal = limiter ? toGrpcStatus(limiter.refusal) : undefined;
+  // Takes a slot for the call, or refuses it; the slot is given back when the call settles.
+  const admit = (refuse: (status: Partial<StatusObject>) => void): (() => void) | undefined => {
+    if (!limiter || !refusal) return () => undefined;
+    if (limiter.tryAcquire()) return () => limiter.release();
+    refuse({ ...refusal, ...(refusal.metadata ? { metadata: refusal.metadata.clone() } : {}) });
+    return undefined;
+  };
   const definition: Record<string, ServiceDefinition[string]> = {};
   const handlers: UntypedServiceImplementation = {};
   for (const method of service.methods) {
@@ -102,11 +115,17 @@ export function addServiceToGrpcServer<S extends DescService>(
     };
     handlers[method.name] = streaming
       ? (call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>) => {
+          const release = admit((status) => call.emit("error", status));
+          if (!release) return;
           const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
-          void serveStream(call, method, impl as StreamingMethod, context(call), options.logger, requests);
+          void serveStream(call, method, impl as StreamingMethod, context(call), options.logger, requests).finally(
+            release,
+          );
         }
       : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
-          void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger);
+          const release = admit((status) => callback(status));
+          if (!release) return;
+          void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger).finally(release);
         };
   }
   server.addService(definition as ServiceDefinition, handlers);
@@ -183,9 +202,18 @@ function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexS
   });
 }
 
-/** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */
+/**
+ * The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. The call's
+ * reader is never returned early: `for await` would destroy the call on a throw, and a destroyed
+ * call can no longer send the status that tells the client why.
+ */
 async function* decodeAll(schema: DescMessage, call: ServerDuplexStream<Buffer, Buffer>): AsyncGenerator<unknown> {
-  for await (const bytes of call as AsyncIterable<Buffer>) yield decode(schema, bytes);
+  const reader = (call as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await reader.next();
+    if (next.done === true) return;
+    yield decode(schema, next.value);
+  }
 }
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {

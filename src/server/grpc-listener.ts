@@ -1,10 +1,39 @@
-import { Server, ServerCredentials, type ChannelOptions } from "@grpc/grpc-js";
+import net from "node:net";
+import {
+  Server,
+  ServerCredentials,
+  ServerInterceptingCall,
+  type ChannelOptions,
+  type ServerInterceptor,
+} from "@grpc/grpc-js";
 import type { ConnectionOptions } from "./connection-options.js";
+import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
 import type { TlsMaterial } from "./tls-config.js";
 
-/** A grpc-js server with the message size, stream and connection limits set. */
-export function createGrpcServer(options: ConnectionOptions): Server {
-  const channelOptions: ChannelOptions = {
+/** A grpc-js server with the limits of the gRPC port, before it listens. */
+export interface GrpcServer {
+  /** The grpc-js server: mount services on it. */
+  readonly server: Server;
+  /** Listens on `host:port` (TLS and mutual TLS when `tls` is given); resolves to the port bound. */
+  listen(host: string, port: number, tls?: TlsMaterial): Promise<number>;
+  /**
+   * Stops the port: no new connections, no new calls (clients get GOAWAY), in-flight calls get
+   * `graceMs` to finish, then every connection is cut.
+   */
+  shutdown(graceMs: number): Promise<void>;
+  /** Cuts every connection at once. */
+  forceShutdown(): void;
+}
+
+/**
+ * Creates a grpc-js server with the message size, stream and connection limits set. The port's
+ * socket is ours, not grpc-js's: connections are handed to grpc-js through its connection injector,
+ * so that the bound on connections (`maxConnections`) and the header timeout (`headerTimeoutMs`,
+ * which grpc-js lacks) apply. A connection's clock stops at its first call, seen by an interceptor.
+ */
+export function createGrpcServer(options: ConnectionOptions): GrpcServer {
+  const headerDeadline = createHeaderDeadline(options.headerTimeoutMs);
+  const channelOptions: ChannelOptions & { interceptors: ServerInterceptor[] } = {
     "grpc.max_receive_message_length": options.maxMessageBytes,
     "grpc.max_send_message_length": options.maxMessageBytes,
     "grpc.max_concurrent_streams": options.maxConcurrentStreams,
@@ -13,44 +42,75 @@ export function createGrpcServer(options: ConnectionOptions): Server {
     // Clients may ping as often as every 10 s without being told off (GOAWAY "too_many_pings").
     "grpc.http2.min_ping_interval_without_data_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
+    interceptors: [firstCallInterceptor(headerDeadline)],
   };
   if (options.maxConnectionAgeMs > 0) {
     channelOptions["grpc.max_connection_age_ms"] = options.maxConnectionAgeMs;
     channelOptions["grpc.max_connection_age_grace_ms"] = options.maxConnectionAgeGraceMs;
   }
   if (options.maxConnectionIdleMs > 0) channelOptions["grpc.max_connection_idle_ms"] = options.maxConnectionIdleMs;
-  return new Server(channelOptions);
+  const server = new Server(channelOptions);
+  let listener: net.Server | undefined;
+  const stopListening = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (!listener?.listening) resolve();
+      else listener.close(() => resolve());
+    });
+  return {
+    server,
+    async listen(host, port, tls) {
+      const credentials = tls
+        ? ServerCredentials.createSsl(
+            tls.clientCa ?? null,
+            [{ private_key: tls.key, cert_chain: tls.cert }],
+            tls.clientCa !== undefined,
+          )
+        : ServerCredentials.createInsecure();
+      const injector = server.createConnectionInjector(credentials);
+      const socketServer = net.createServer((socket) => {
+        headerDeadline.watch(socket);
+        injector.injectConnection(socket);
+      });
+      // Connections beyond the bound are closed by Node as they arrive.
+      socketServer.maxConnections = options.maxConnections;
+      listener = socketServer;
+      await new Promise<void>((resolve, reject) => {
+        socketServer.once("error", reject);
+        socketServer.listen(port, host, () => {
+          socketServer.off("error", reject);
+          resolve();
+        });
+      });
+      return (socketServer.address() as net.AddressInfo).port;
+    },
+    async shutdown(graceMs) {
+      const stopped = stopListening();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.forceShutdown(), graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      await stopped;
+    },
+    forceShutdown() {
+      void stopListening();
+      server.forceShutdown();
+    },
+  };
 }
 
-/** Binds a grpc-js server, with TLS (and mutual TLS) when `tls` is given; resolves to the port bound. */
-export function bindGrpcServer(server: Server, host: string, port: number, tls?: TlsMaterial): Promise<number> {
-  // IPv6 literals need brackets in a gRPC target.
-  const target = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-  const credentials = tls
-    ? ServerCredentials.createSsl(
-        tls.clientCa ?? null,
-        [{ private_key: tls.key, cert_chain: tls.cert }],
-        tls.clientCa !== undefined,
-      )
-    : ServerCredentials.createInsecure();
-  return new Promise((resolve, reject) => {
-    server.bindAsync(target, credentials, (error, boundPort) => {
-      if (error) reject(error);
-      else resolve(boundPort);
+/** Tells the header deadline that a connection delivered a call's headers (health checks included). */
+function firstCallInterceptor(headerDeadline: HeaderDeadline): ServerInterceptor {
+  return (_method, call) => {
+    // grpc-js names the peer "address:port", or just the address when it has no port.
+    const peer = call.getPeer();
+    const colon = peer.lastIndexOf(":");
+    headerDeadline.satisfied({
+      remoteAddress: colon < 0 ? peer : peer.slice(0, colon),
+      remotePort: colon < 0 ? undefined : Number(peer.slice(colon + 1)),
     });
-  });
-}
-
-/**
- * Stops a grpc-js server: no new calls (clients get GOAWAY), in-flight calls get `graceMs` to
- * finish, then every connection is cut.
- */
-export function shutdownGrpcServer(server: Server, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.forceShutdown(), graceMs);
-    server.tryShutdown(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+    return new ServerInterceptingCall(call);
+  };
 }

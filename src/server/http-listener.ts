@@ -4,6 +4,7 @@ import net from "node:net";
 import type { Socket } from "node:net";
 import type { ConnectionOptions } from "./connection-options.js";
 import { withCors } from "./cors.js";
+import { createHeaderDeadline } from "./header-deadline.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 requests. */
@@ -16,7 +17,11 @@ export type NodeRequestHandler = (
 export interface HttpListener {
   /** The port actually bound (useful when 0 was asked for). */
   readonly port: number;
-  /** Stops accepting connections, lets requests in flight finish for `graceMs`, then cuts the rest. */
+  /**
+   * Drains the port: requests in flight get `graceMs` to finish while new connections are still
+   * accepted (so probes read /readyz's 503 instead of a refused connection); then it stops
+   * accepting and cuts what is left.
+   */
   close(graceMs: number): Promise<void>;
 }
 
@@ -39,9 +44,24 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * In cleartext, Node's HTTP/2 server cannot answer HTTP/1.1 by itself, so each connection's first
  * bytes are compared with the HTTP/2 preface and the connection goes to the matching server.
  */
-export async function listenHttp(options: HttpListenOptions, serve: NodeRequestHandler): Promise<HttpListener> {
-  const handler = withCors(serve, options.corsOrigins ?? []);
+export async function listenHttp(options: HttpListenOptions, handler: NodeRequestHandler): Promise<HttpListener> {
+  const handleWithCors = withCors(handler, options.corsOrigins ?? []);
   let closing = false;
+  // Requests in flight on the port, so a drain knows when it is over.
+  let requestsInFlight = 0;
+  let markDrained: () => void = () => undefined;
+  const drained = new Promise<void>((resolve) => (markDrained = resolve));
+  // Node's own header timeouts are off for servers that do not listen themselves, as here.
+  const headerDeadline = createHeaderDeadline(options.connection.headerTimeoutMs);
+  const serve: NodeRequestHandler = (request, response) => {
+    headerDeadline.satisfied(request.socket);
+    requestsInFlight += 1;
+    response.once("close", () => {
+      requestsInFlight -= 1;
+      if (closing && requestsInFlight === 0) markDrained();
+    });
+    handleWithCors(request, response);
+  };
   // HTTP/1.1 sockets and how many requests each has in flight, so idle ones can be closed at once
   // on shutdown (Node's own tracking is off for a server that does not listen itself).
   const inFlight = new Map<Socket, number>();
@@ -61,6 +81,7 @@ export async function listenHttp(options: HttpListenOptions, serve: NodeRequestH
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<Socket>();
   const track = (socket: Socket): void => {
+    headerDeadline.watch(socket);
     sockets.add(socket);
     socket.once("close", () => {
       sockets.delete(socket);
@@ -79,12 +100,14 @@ export async function listenHttp(options: HttpListenOptions, serve: NodeRequestH
         key: tls.key,
         allowHTTP1: true,
         ALPNProtocols: ["h2", "http/1.1"],
+        // The TLS handshake is part of what a connection must finish before its first headers.
+        handshakeTimeout: options.connection.headerTimeoutMs,
         ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
       },
       (request, response) => {
         // With allowHTTP1, HTTP/1.1 requests arrive here too, as http.IncomingMessage.
         if (request.httpVersionMajor === 1) trackHttp1(request as never, response as never);
-        handler(request, response);
+        serve(request, response);
       },
     );
     h2.on("secureConnection", track);
@@ -92,9 +115,9 @@ export async function listenHttp(options: HttpListenOptions, serve: NodeRequestH
   } else {
     const http1 = http.createServer((request, response) => {
       trackHttp1(request, response);
-      handler(request, response);
+      serve(request, response);
     });
-    h2 = http2.createServer(http2Options, handler);
+    h2 = http2.createServer(http2Options, serve);
     server = net.createServer((socket) => {
       track(socket);
       routeByPreface(socket, http1, h2);
@@ -105,6 +128,8 @@ export async function listenHttp(options: HttpListenOptions, serve: NodeRequestH
     session.once("close", () => sessions.delete(session));
   });
   if (options.connection.maxConnectionIdleMs > 0) h2.setTimeout(options.connection.maxConnectionIdleMs);
+  // Connections beyond the bound are closed by Node as they arrive.
+  server.maxConnections = options.connection.maxConnections;
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -118,15 +143,24 @@ export async function listenHttp(options: HttpListenOptions, serve: NodeRequestH
     port: address.port,
     async close(graceMs) {
       closing = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if (requestsInFlight === 0) markDrained();
       // Idle HTTP/1.1 connections close now, busy ones after their last response; HTTP/2
       // sessions get a GOAWAY and close when their streams end.
-      for (const [socket, count] of inFlight) if (count === 0) socket.end();
-      for (const session of sessions) session.close();
+      const endConnections = (): void => {
+        for (const [socket, count] of inFlight) if (count === 0) socket.end();
+        for (const session of sessions) session.close();
+      };
+      endConnections();
       const timer = setTimeout(() => {
+        markDrained();
         for (const session of sessions) session.destroy();
         for (const socket of sockets) socket.destroy();
       }, graceMs);
+      // Until the requests in flight are done, new connections are still taken: the operational
+      // endpoints answer them (/readyz with 503) and every RPC is refused with UNAVAILABLE.
+      await drained;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      endConnections();
       await closed;
       clearTimeout(timer);
     },

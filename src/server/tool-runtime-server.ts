@@ -13,14 +13,16 @@ import { createServerMetrics } from "../telemetry/metrics.js";
 import { createTracing, type TracingOptions } from "../telemetry/tracing.js";
 import { peerCertificateKey } from "./call-context.js";
 import { cancelledResultGraceMs } from "./call-run.js";
+import { createCallLimiter } from "./call-limiter.js";
 import { wrapService } from "./call-pipeline.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { ensureSafeBind } from "./bind-safety.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
-import { bindGrpcServer, createGrpcServer, shutdownGrpcServer } from "./grpc-listener.js";
+import { createGrpcServer } from "./grpc-listener.js";
 import { addReflectionToGrpcServer } from "./grpc-reflection.js";
 import { addHealthToGrpcServer } from "./health.js";
 import { listenHealth, type HealthListener } from "./health-listener.js";
+import { withCallLimit } from "./http-call-limit.js";
 import { withOperationalEndpoints } from "./http-endpoints.js";
 import { listenHttp, type HttpListener, type NodeRequestHandler } from "./http-listener.js";
 import { createMetricsGate } from "./metrics-access.js";
@@ -160,11 +162,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // Every call in flight listens to the shutdown signal; thousands at once are normal.
   setMaxListeners(0, shutdown.signal);
 
-  const grpcServer = createGrpcServer(connection);
-  addServiceToGrpcServer(grpcServer, RegistryService, registry, { logger, shutdownSignal: shutdown.signal });
-  addServiceToGrpcServer(grpcServer, RunnerService, runner, { logger, shutdownSignal: shutdown.signal });
-  addServiceToGrpcServer(grpcServer, ExecutionService, execution, { logger, shutdownSignal: shutdown.signal });
-  addServiceToGrpcServer(grpcServer, ProviderService, provider, { logger, shutdownSignal: shutdown.signal });
+  const limiter = createCallLimiter(connection.maxCallsInFlight, logger);
+  const grpc = createGrpcServer(connection);
+  const grpcServer = grpc.server;
+  const adapterOptions = { logger, shutdownSignal: shutdown.signal, limiter };
+  addServiceToGrpcServer(grpcServer, RegistryService, registry, adapterOptions);
+  addServiceToGrpcServer(grpcServer, RunnerService, runner, adapterOptions);
+  addServiceToGrpcServer(grpcServer, ExecutionService, execution, adapterOptions);
+  addServiceToGrpcServer(grpcServer, ProviderService, provider, adapterOptions);
   const health = addHealthToGrpcServer(grpcServer, [
     RegistryService.typeName,
     RunnerService.typeName,
@@ -202,26 +207,26 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let http: HttpListener;
   let healthListener: HealthListener | undefined;
   try {
-    grpcPort = await bindGrpcServer(grpcServer, host, options.grpcPort ?? 50051, tls);
+    grpcPort = await grpc.listen(host, options.grpcPort ?? 50051, tls);
     try {
       http = await listenHttp(
         { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins },
         withOperationalEndpoints(
-          connectHandler,
+          withCallLimit(connectHandler, limiter),
           health,
           metrics.registry,
           createMetricsGate(authenticate, identities.length > 0),
         ),
       );
     } catch (error) {
-      grpcServer.forceShutdown();
+      grpc.forceShutdown();
       throw error;
     }
     if (options.healthPort !== undefined) {
       try {
         healthListener = await listenHealth(host, options.healthPort, health);
       } catch (error) {
-        grpcServer.forceShutdown();
+        grpc.forceShutdown();
         await http.close(0);
         throw error;
       }
@@ -249,7 +254,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         runtime.executions.cancelAll(reason.rawMessage);
       }, graceMs);
       const hardStopMs = graceMs + cancelledResultGraceMs;
-      await Promise.all([shutdownGrpcServer(grpcServer, hardStopMs), http.close(hardStopMs)]);
+      await Promise.all([grpc.shutdown(hardStopMs), http.close(hardStopMs)]);
       clearTimeout(cancelTimer);
       await healthListener?.close();
       shutdown.abort(reason);

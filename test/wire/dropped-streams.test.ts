@@ -1,0 +1,68 @@
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { expect } from "chai";
+import { once } from "node:events";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { startTestServer } from "../support/test-server.js";
+import { testToolEvents } from "../support/test-tools.js";
+
+interface LogLine {
+  readonly level: number;
+  readonly msg: string;
+  readonly rpc?: string;
+  readonly code?: string;
+}
+
+describe("Streams their client drops", () => {
+  for (const protocol of ["connect", "grpc_web"] as const) {
+    it(`counts and logs a RunTool stream dropped over ${protocol} as CANCELLED, with no internal error`, async () => {
+      const lines: LogLine[] = [];
+      let markLogged: (line: LogLine) => void = () => undefined;
+      // The call's log line is written once its stream is over on the server.
+      const callLogged = new Promise<LogLine>((resolve) => (markLogged = resolve));
+      const destination = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (const text of chunk.toString().split("\n")) {
+            if (text === "") continue;
+            const line = JSON.parse(text) as LogLine;
+            lines.push(line);
+            if (line.msg === "call" && line.rpc === "toolruntime.v1.RunnerService/RunTool") markLogged(line);
+          }
+          done();
+        },
+      });
+      const server = await startTestServer({ logger: pino({ level: "info" }, destination) });
+      try {
+        const transport =
+          protocol === "connect"
+            ? createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" })
+            : createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" });
+        const runner = createClient(RunnerService, transport);
+        const leave = new AbortController();
+        const aborted = once(testToolEvents, "aborted");
+        const stream = (async () => {
+          for await (const response of runner.runTool(
+            { toolName: "test.wait_for_cancel", inputs: {} },
+            { signal: leave.signal },
+          )) {
+            if (response.event?.event.case === "progress") leave.abort();
+          }
+        })().catch(() => undefined);
+        await stream;
+        await aborted;
+        expect((await callLogged).code).to.equal("CANCELED");
+        expect(lines.filter((line) => line.level >= 50).map((line) => line.msg)).to.deep.equal([]);
+        const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+        const runToolLines = metrics
+          .split("\n")
+          .filter((line) => line.includes('method="RunTool"') && line.startsWith("toolruntime_rpc_requests_total"));
+        expect(runToolLines.some((line) => line.includes('code="CANCELED"'))).to.equal(true, runToolLines.join("\n"));
+        expect(runToolLines.some((line) => line.includes('code="INTERNAL"'))).to.equal(false, runToolLines.join("\n"));
+      } finally {
+        await server.close(0);
+      }
+    });
+  }
+});
