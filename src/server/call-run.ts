@@ -39,6 +39,18 @@ export function callEndOf(context: HandlerContext): CallEnd | undefined {
 }
 
 /**
+ * Whether a run this call owns ended by the call's deadline. Besides a deadline abort, a run whose
+ * timeout was cut to the time left before the deadline may time out by itself a moment before the
+ * server's deadline timer fires: that TimeoutError is the deadline's too.
+ */
+function endedByDeadline(context: HandlerContext, result: ToolResult | undefined): boolean {
+  if (callEndOf(context) === "deadline") return true;
+  if (result?.error?.errorType !== ErrorType.Timeout) return false;
+  const leftMs = context.timeoutMs();
+  return leftMs !== undefined && leftMs <= deadlineToleranceMs;
+}
+
+/**
  * Makes `record` end with the call that created it: when the call goes away, the run is
  * cancelled; when its deadline passes, the run ends as a "TimeoutError". Only the call that
  * created the run may do this: a call that attached to an earlier run (same idempotency key) or a
@@ -76,7 +88,7 @@ export async function awaitForCall(
   // Answered on time even when the run still waits for its handler to stop and rolls back.
   if (owned) {
     const result = await record.answered;
-    if (callEndOf(context) === "deadline") throw deadlineExceeded(record, true);
+    if (endedByDeadline(context, result)) throw deadlineExceeded(record, true);
     return result;
   }
   let onAbort: (() => void) | undefined;
@@ -124,7 +136,8 @@ export async function* watchForCall(
     clearTimeout(shutdownTimer);
   }
   const end = callEndOf(context);
-  if (end === "deadline") throw deadlineExceeded(record, untilEnd);
+  const result = untilEnd && !record.isLive ? await record.done : undefined;
+  if (end === "deadline" || (untilEnd && endedByDeadline(context, result))) throw deadlineExceeded(record, untilEnd);
   if (record.isLive && end === "shutdown") throw callEnded(record, context, untilEnd);
 }
 

@@ -77,7 +77,10 @@ export function createExecutionService(
 
     getExecution(request, context) {
       const record = recordFor(request.executionId, "read", context);
-      return { execution: record.toProto(), inputs: record.init.inputs as JsonObject };
+      return {
+        execution: record.toProto(),
+        ...(request.includeInputs ? { inputs: record.init.inputs as JsonObject } : {}),
+      };
     },
 
     listExecutions(request, context) {

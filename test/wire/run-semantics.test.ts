@@ -195,6 +195,16 @@ for (const stackName of clientStackNames) {
         expect(execution?.result?.output).to.deep.equal({ echo: { big, index: 0 } });
       });
 
+      it("returns a run's inputs from GetExecution only when include_inputs asks for them", async () => {
+        const inputs = { note: uniqueName("inputs") };
+        const { executionId } = await client.runner.executeTool({ toolName: "builtin.echo", inputs });
+        const plain = await client.executions.getExecution({ executionId });
+        expect(plain.inputs).to.equal(undefined);
+        const withInputs = await client.executions.getExecution({ executionId, includeInputs: true });
+        expect(withInputs.inputs).to.deep.equal(inputs);
+        expect(withInputs.execution?.executionId).to.equal(executionId);
+      });
+
       it("cuts a page of runs short by bytes and continues it with the next page token", async () => {
         // 12 outputs of 50 KiB (each under the 64 KiB listing limit) are 600 KiB: over one page.
         const tool = "builtin.echo";

@@ -72,7 +72,7 @@ function decideCommand(verb: Verb): CliCommand {
       const givenDigest = stringValue(parsed, "digest");
       const settings = await readConnectionSettings(parsed, env);
       return withConnection(settings, io, rpc, async ({ executions }) => {
-        const shown = await executions.getExecution({ executionId }, callOptions(io));
+        const shown = await executions.getExecution({ executionId, includeInputs: true }, callOptions(io));
         const execution = shown.execution;
         if (execution === undefined) throw new Error(`GetExecution of "${executionId}" returned no record`);
         const inputsDigest = givenDigest ?? execution.inputsDigest;

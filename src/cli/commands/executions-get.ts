@@ -26,7 +26,7 @@ export const executionsGetCommand: CliCommand = {
     const executionId = executionIdArgument(parsed, "get");
     const settings = await readConnectionSettings(parsed, env);
     return withConnection(settings, io, "GetExecution", async ({ executions }) => {
-      const response = await executions.getExecution({ executionId }, callOptions(io));
+      const response = await executions.getExecution({ executionId, includeInputs: true }, callOptions(io));
       io.stdout.write(
         isTerminal(io)
           ? prettyJson(toJson(GetExecutionResponseSchema, response))
