@@ -1,9 +1,10 @@
 """A runnable Python tool provider: serves pyexample.word_count and pyexample.wait to a toolruntime server.
 
-Usage: /usr/bin/python3 examples/python/provider_example.py STUBS_DIR HOST:PORT
+Usage: /usr/bin/python3 examples/python/provider_example.py [STUBS_DIR] HOST:PORT
 
-STUBS_DIR holds the modules grpc_tools.protoc generated from proto/toolruntime/v1/*.proto (see
-README.md next to this file); HOST:PORT is the server's gRPC port. The script prints "connected" on
+HOST:PORT is the server's gRPC port. STUBS_DIR, when given, holds modules generated from
+proto/toolruntime/v1/*.proto to use instead of those shipped beside the library (see README.md next
+to this file). The script prints "connected" on
 stdout once the server welcomed it, a line per run it starts, and "cancelled EXECUTION_ID" when a
 run of pyexample.wait is cancelled. It exits with 0 on SIGTERM or SIGINT, and with 1 when the server
 refuses it or the stream breaks.
@@ -95,9 +96,9 @@ def wait(inputs, context):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: provider_example.py STUBS_DIR HOST:PORT")
-    stubs_dir, address = sys.argv[1:3]
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: provider_example.py [STUBS_DIR] HOST:PORT")
+    stubs_dir, address = (None, *sys.argv[1:]) if len(sys.argv) == 2 else sys.argv[1:3]
     provider = Provider(address, "pyexample", [word_count, wait], max_concurrency=8, stubs_dir=stubs_dir)
 
     def stop(signum, _frame):
