@@ -1,13 +1,14 @@
 // Makes sure what the test suite needs beyond npm is present: Debian's python3-grpcio and
-// python3-grpc-tools for the Python client tests. Installs them with apt-get when running as root;
+// python3-grpc-tools for the Python client tests, and pip, setuptools and venv for the test that
+// installs the Python provider library. Installs them with apt-get when running as root;
 // otherwise names the missing packages and exits non-zero.
 import { execFileSync, spawnSync } from "node:child_process";
 
 const python = "/usr/bin/python3";
-const packages = ["python3-grpcio", "python3-grpc-tools"];
+const packages = ["python3-grpcio", "python3-grpc-tools", "python3-pip", "python3-setuptools", "python3-venv"];
 
 function pythonHasGrpc() {
-  const probe = spawnSync(python, ["-c", "import grpc, grpc_tools.protoc"], { stdio: "ignore" });
+  const probe = spawnSync(python, ["-c", "import grpc, grpc_tools.protoc, pip, setuptools, venv"], { stdio: "ignore" });
   return probe.status === 0;
 }
 
