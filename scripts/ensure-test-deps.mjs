@@ -7,8 +7,9 @@ import { execFileSync, spawnSync } from "node:child_process";
 const python = "/usr/bin/python3";
 const packages = ["python3-grpcio", "python3-grpc-tools", "python3-pip", "python3-setuptools", "python3-venv"];
 
+// setuptools first: imported after pip, its distutils shim fails an assertion.
 function pythonHasGrpc() {
-  const probe = spawnSync(python, ["-c", "import grpc, grpc_tools.protoc, pip, setuptools, venv"], { stdio: "ignore" });
+  const probe = spawnSync(python, ["-c", "import setuptools, grpc, grpc_tools.protoc, pip, venv"], { stdio: "ignore" });
   return probe.status === 0;
 }
 
