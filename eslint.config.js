@@ -4,7 +4,17 @@ import eslint from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["gen/**", "dist/**", "node_modules/**", "bench/results/**", "examples/**", "scripts/**"] },
+  {
+    ignores: [
+      "gen/**",
+      "dist/**",
+      "packages/*/dist/**",
+      "node_modules/**",
+      "bench/results/**",
+      "examples/**",
+      "scripts/**",
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

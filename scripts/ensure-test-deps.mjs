@@ -1,7 +1,8 @@
 // Makes sure what the test suite needs beyond npm is present: Debian's python3-grpcio and
-// python3-grpc-tools for the Python client tests, and Debian's chromium for the browser tests
-// (driven by playwright-core, which downloads no browser). Installs what is missing with apt-get
-// when running as root; otherwise names the missing packages and exits non-zero.
+// python3-grpc-tools for the Python client tests, pip, setuptools and venv for the test that
+// installs the Python provider library, and Debian's chromium for the browser tests (driven by
+// playwright-core, which downloads no browser). Installs what is missing with apt-get when running
+// as root; otherwise names the missing packages and exits non-zero.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
@@ -10,9 +11,12 @@ const chromium = "/usr/bin/chromium";
 
 const needs = [
   {
-    packages: ["python3-grpcio", "python3-grpc-tools"],
-    why: `the Python client tests need ${python} with them`,
-    present: () => spawnSync(python, ["-c", "import grpc, grpc_tools.protoc"], { stdio: "ignore" }).status === 0,
+    packages: ["python3-grpcio", "python3-grpc-tools", "python3-pip", "python3-setuptools", "python3-venv"],
+    why: `the Python client and package tests need ${python} with them`,
+    // setuptools first: imported after pip, its distutils shim fails an assertion.
+    present: () =>
+      spawnSync(python, ["-c", "import setuptools, grpc, grpc_tools.protoc, pip, venv"], { stdio: "ignore" }).status ===
+      0,
   },
   {
     packages: ["chromium"],

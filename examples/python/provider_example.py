@@ -1,9 +1,10 @@
 """A runnable Python tool provider: serves pyexample.word_count and pyexample.wait to a toolruntime server.
 
-Usage: /usr/bin/python3 examples/python/provider_example.py STUBS_DIR HOST:PORT
+Usage: /usr/bin/python3 examples/python/provider_example.py [STUBS_DIR] HOST:PORT
 
-STUBS_DIR holds the modules grpc_tools.protoc generated from proto/toolruntime/v1/*.proto (see
-README.md next to this file); HOST:PORT is the server's gRPC port. The script prints "connected" on
+HOST:PORT is the server's gRPC port. STUBS_DIR, when given, holds modules generated from
+proto/toolruntime/v1/*.proto to use instead of those shipped beside the library (see README.md next
+to this file). The script prints "connected" on
 stdout once the server welcomed it, a line per run it starts, and "cancelled EXECUTION_ID" when a
 run of pyexample.wait is cancelled. On SIGTERM or SIGINT it drains (takes no new runs, lets those it
 holds finish for up to 10 s, hands back the rest) and exits with 0; it exits with 1 when the server
@@ -96,9 +97,9 @@ def wait(inputs, context):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: provider_example.py STUBS_DIR HOST:PORT")
-    stubs_dir, address = sys.argv[1:3]
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: provider_example.py [STUBS_DIR] HOST:PORT")
+    stubs_dir, address = (None, *sys.argv[1:]) if len(sys.argv) == 2 else sys.argv[1:3]
     welcomes = []
 
     def on_event(kind, _detail):

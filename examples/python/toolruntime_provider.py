@@ -7,16 +7,10 @@ progress, log lines, output chunks and exactly one result each. It opens no port
 
 Stubs
 -----
-The library needs the Python modules that grpc_tools.protoc generates from the contract. Generate
-them once into a directory of your choice (run from the repository root; Debian's interpreter
-/usr/bin/python3 has python3-grpcio and python3-grpc-tools):
-
-    STUBS=/tmp/toolruntime-stubs && mkdir -p "$STUBS"
-    INCLUDE=$(/usr/bin/python3 -c "import grpc_tools, os; print(os.path.join(os.path.dirname(grpc_tools.__file__), '_proto'))")
-    /usr/bin/python3 -m grpc_tools.protoc -I proto -I "$INCLUDE" \
-        --python_out="$STUBS" --grpc_python_out="$STUBS" proto/toolruntime/v1/*.proto
-
-and pass that directory as `stubs_dir` to Provider (or put it on sys.path yourself).
+The library needs the Python modules generated from the contract. They ship beside it, in the
+package `toolruntime.v1` (regenerated with `npm run generate:python`), so nothing needs to be
+generated: with this folder on sys.path, or installed with pip, they are found. To use stubs of
+your own instead, pass their directory as `stubs_dir` to Provider (it is put first on sys.path).
 
 Use
 ---
@@ -28,7 +22,7 @@ Use
         context.report_progress(0.5, "half way")
         return {"text": inputs.get("text", "").upper()}
 
-    provider = Provider("127.0.0.1:50051", "demo", [upper], max_concurrency=4, stubs_dir=STUBS)
+    provider = Provider("127.0.0.1:50051", "demo", [upper], max_concurrency=4)
     provider.start()                      # the stream runs in a background thread
     provider.wait_connected(timeout=10)   # True once welcomed
     ...
@@ -90,7 +84,8 @@ _CLOSE = object()
 
 
 def load_stubs(stubs_dir=None):
-    """Imports the generated modules (from `stubs_dir`, put first on sys.path, when given).
+    """Imports the generated modules: from `stubs_dir` (put first on sys.path) when given, else the
+    `toolruntime.v1` package shipped beside this file.
 
     Returns a namespace with `provider_pb2`, `provider_pb2_grpc`, `tool_pb2`, `struct_pb2` and
     `json_format`.

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
 
-/** A server started as `node dist/src/main.js`, once it printed both addresses. */
+/** A server started as `node dist/src/main.js` (or another command), once it printed both addresses. */
 export interface MainProcess {
   readonly child: ChildProcessWithoutNullStreams;
   /** "host:port" of the gRPC port. */
@@ -14,18 +14,24 @@ export interface MainProcess {
   readonly output: () => string;
 }
 
+/** How to start the server: the command and its first arguments, and the working directory. */
+export interface MainProcessOptions {
+  /** Default: this checkout's server, `node dist/src/main.js`. */
+  readonly command?: readonly [string, ...string[]];
+  readonly cwd?: string;
+}
+
 /** Starts the server command on free ports with `args`; rejects if it exits before serving. */
-export async function startMainProcess(args: readonly string[]): Promise<MainProcess> {
-  const child = spawn(process.execPath, [
-    "dist/src/main.js",
-    "--grpc-port",
-    "0",
-    "--http-port",
-    "0",
-    "--log-level",
-    "warn",
-    ...args,
-  ]);
+export async function startMainProcess(
+  args: readonly string[],
+  options: MainProcessOptions = {},
+): Promise<MainProcess> {
+  const [command, ...commandArgs] = options.command ?? [process.execPath, "dist/src/main.js"];
+  const child = spawn(
+    command,
+    [...commandArgs, "--grpc-port", "0", "--http-port", "0", "--log-level", "warn", ...args],
+    options.cwd === undefined ? {} : { cwd: options.cwd },
+  );
   const exited = (once(child, "exit") as Promise<[number | null]>).then(([code]) => code);
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
