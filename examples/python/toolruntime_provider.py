@@ -268,7 +268,8 @@ class Provider:
     `allow_insecure_token` is True (ValueError). When the server drops the stream, the provider
     reconnects after `reconnect_initial` seconds (default 0.25), doubling up to `reconnect_max`
     (default 10), each delay jittered to between half and all of it, and announces its tools again;
-    `reconnect=False` ends it with the first stream. A refusal (INVALID_ARGUMENT, ALREADY_EXISTS,
+    `reconnect=False` ends it with the first stream (UNAVAILABLE at once when the server cannot be
+    reached or its TLS handshake fails). A refusal (INVALID_ARGUMENT, ALREADY_EXISTS,
     PERMISSION_DENIED, UNAUTHENTICATED...) ends it too. `on_event(kind, detail)`, when given, is
     called (from the stream's threads) with "welcome", "assign", "cancel", "rejected",
     "disconnected" ((error, delay in seconds)) and "closed".
@@ -405,7 +406,9 @@ class Provider:
         welcomed = False
         try:
             # wait_for_ready: a provider started before its server waits for it instead of failing.
-            session.call = stub.Connect(self._requests(session), metadata=metadata, wait_for_ready=True)
+            # Not with reconnect=False: a server it cannot reach (down, or refusing its TLS
+            # handshake) then ends it with UNAVAILABLE instead of a wait without end.
+            session.call = stub.Connect(self._requests(session), metadata=metadata, wait_for_ready=self._reconnect)
             if self._closing:
                 session.call.cancel()
             for response in session.call:
