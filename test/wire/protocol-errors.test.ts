@@ -1,6 +1,9 @@
+import { Code } from "@connectrpc/connect";
 import { Client as GrpcClient, credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { expect } from "chai";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
+import { clientStackNames, createClientStack } from "../support/client-stacks.js";
+import { expectToolError } from "../support/expect-error.js";
 import { startTestServer } from "../support/test-server.js";
 
 /** Bytes that no protobuf message decodes: field 1, wire type 7 (there is no wire type 7). */
@@ -41,5 +44,29 @@ describe("Protocol errors over the wire", () => {
         client.close();
       }
     });
+  });
+
+  describe("what errors echo", () => {
+    for (const stackName of clientStackNames) {
+      it(`cuts a message quoting 10,000 characters of input to 1 KiB, ending in an ellipsis, over ${stackName}`, async () => {
+        const client = createClientStack(stackName, server);
+        try {
+          const long = "a".repeat(10_000);
+          const toolError = await expectToolError(
+            client.registry.registerTool({
+              spec: { name: "echo.bound", inputSchema: { type: "object", properties: { [long]: { type: long } } } },
+            }),
+            Code.InvalidArgument,
+            "RegistrationError",
+            'input_schema of "echo.bound" is not a valid JSON Schema',
+          );
+          expect(Buffer.byteLength(toolError.details)).to.be.at.most(1024);
+          expect(toolError.details.endsWith("…")).to.equal(true);
+          expect(toolError.details.length).to.be.above(1000);
+        } finally {
+          client.close();
+        }
+      });
+    }
   });
 });
