@@ -371,12 +371,6 @@ class Provider:
             except queue.Empty:
                 request = pb.ConnectRequest(heartbeat=pb.ProviderHeartbeat())
             if request is _CLOSE:
-                if session.draining:
-                    # Everything is sent: the server ends the stream now. Should its end not reach
-                    # this side within a second, the call is cancelled here (nothing is left to send).
-                    timer = threading.Timer(1.0, lambda: session.call is not None and session.call.cancel())
-                    timer.daemon = True
-                    timer.start()
                 return
             yield request
 

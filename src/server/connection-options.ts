@@ -34,7 +34,7 @@ export interface ConnectionOptions {
 /** The defaults of {@link ConnectionOptions}. */
 export const defaultConnectionOptions: ConnectionOptions = {
   maxMessageBytes: 4 * 1024 * 1024,
-  maxConcurrentStreams: 1000,
+  maxConcurrentStreams: 100,
   keepaliveTimeMs: 60_000,
   keepaliveTimeoutMs: 20_000,
   maxConnectionAgeMs: 0,

@@ -17,6 +17,7 @@ import type {
   UntypedServiceImplementation,
   sendUnaryData,
 } from "@grpc/grpc-js";
+import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
@@ -203,12 +204,13 @@ function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexS
 }
 
 /**
- * The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. The call's
- * reader is never returned early: `for await` would destroy the call on a throw, and a destroyed
- * call can no longer send the status that tells the client why.
+ * The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. The call
+ * is read without `destroyOnReturn`: a Readable's default iterator destroys the stream once reading
+ * ends (the client half-closed) or throws, and a destroyed call never sends its status, so the
+ * client would wait for ever and grpc-js's shutdown would wait for the call.
  */
 async function* decodeAll(schema: DescMessage, call: ServerDuplexStream<Buffer, Buffer>): AsyncGenerator<unknown> {
-  const reader = (call as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const reader = (call as unknown as Readable).iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   for (;;) {
     const next = await reader.next();
     if (next.done === true) return;

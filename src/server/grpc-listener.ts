@@ -8,6 +8,7 @@ import {
 } from "@grpc/grpc-js";
 import type { ConnectionOptions } from "./connection-options.js";
 import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
+import { incompleteRequestInterceptor } from "./incomplete-request-interceptor.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A grpc-js server with the limits of the gRPC port, before it listens. */
@@ -42,7 +43,7 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
     // Clients may ping as often as every 10 s without being told off (GOAWAY "too_many_pings").
     "grpc.http2.min_ping_interval_without_data_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
-    interceptors: [firstCallInterceptor(headerDeadline)],
+    interceptors: [firstCallInterceptor(headerDeadline), incompleteRequestInterceptor()],
   };
   if (options.maxConnectionAgeMs > 0) {
     channelOptions["grpc.max_connection_age_ms"] = options.maxConnectionAgeMs;

@@ -9,7 +9,7 @@ const detailsHeader = "grpc-status-details-bin";
  * details as a `google.rpc.Status` in `grpc-status-details-bin`, encoded by Connect's own gRPC
  * protocol code so that both ports produce byte-identical details.
  */
-export function toGrpcStatus(error: ConnectError): Partial<StatusObject> {
+export function toGrpcStatus(error: ConnectError): StatusObject {
   const trailer = setTrailerStatus(new Headers(), error);
   const metadata = new Metadata();
   const encoded = trailer.get(detailsHeader);

@@ -33,14 +33,25 @@ const errorTypesByCode: Partial<Record<Code, ErrorTypeName>> = {
  * The one place that turns what a service threw into an RPC status (DESIGN.md §5): a domain error
  * keeps its code and message; a transport error keeps its code; anything else is a bug, answered
  * with INTERNAL and a generic message while the cause goes to the log. Every result carries a
- * ToolError detail.
+ * ToolError detail, and no message echoes more than {@link maxEchoBytes} of what a client sent.
  */
 export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): ConnectError {
   if (isToolRuntimeError(thrown)) {
     return withToolError(thrown.details, codes[thrown.code], thrown.errorType, thrown.toolName, thrown.retryAfterMs);
   }
   if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) {
-    if (thrown.findDetails(ToolErrorSchema).length > 0) return thrown;
+    const [toolError] = thrown.findDetails(ToolErrorSchema);
+    if (toolError) {
+      if (Buffer.byteLength(thrown.rawMessage) <= maxEchoBytes && Buffer.byteLength(toolError.toolName) <= maxEchoBytes)
+        return thrown;
+      return withToolError(
+        thrown.rawMessage,
+        thrown.code,
+        toolError.errorType as ErrorTypeName,
+        toolError.toolName,
+        toolError.retryAfterMs,
+      );
+    }
     const errorType = errorTypesByCode[thrown.code] ?? ErrorType.InvalidRequest;
     return withToolError(thrown.rawMessage, thrown.code, errorType, toolName);
   }
@@ -54,13 +65,37 @@ export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): 
   );
 }
 
+/**
+ * The most an error's message (and its ToolError's `details` and `tool_name`) carries, in UTF-8
+ * bytes: a message quoting a client's input (a schema, a name) stays far below the header limits
+ * of gRPC clients (8 KiB of metadata by default), since it travels in `grpc-message` and twice in
+ * `grpc-status-details-bin`.
+ */
+export const maxEchoBytes = 1024;
+
+/** `text` cut to at most {@link maxEchoBytes} UTF-8 bytes, on a character boundary, ending in "…". */
+function bounded(text: string): string {
+  if (Buffer.byteLength(text) <= maxEchoBytes) return text;
+  const ellipsis = "…";
+  let kept = "";
+  let bytes = Buffer.byteLength(ellipsis);
+  for (const character of text) {
+    bytes += Buffer.byteLength(character);
+    if (bytes > maxEchoBytes) break;
+    kept += character;
+  }
+  return kept + ellipsis;
+}
+
 function withToolError(
-  details: string,
+  unboundedDetails: string,
   code: Code,
   errorType: ErrorTypeName,
-  toolName: string,
+  unboundedToolName: string,
   retryAfterMs = 0,
 ): ConnectError {
+  const details = bounded(unboundedDetails);
+  const toolName = bounded(unboundedToolName);
   return new ConnectError(details, code, undefined, [
     { desc: ToolErrorSchema, value: create(ToolErrorSchema, { toolName, errorType, details, retryAfterMs }) },
   ]);

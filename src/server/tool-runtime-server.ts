@@ -29,6 +29,7 @@ import { createMetricsGate } from "./metrics-access.js";
 import { peerCertificateOf } from "./peer-certificate.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { createRegistryService } from "./registry-service.js";
+import { checkRequests } from "./request-checks.js";
 import { createRunnerService } from "./runner-service.js";
 import { createExecutionService } from "./execution-service.js";
 import { createProviderService } from "./provider-service.js";
@@ -189,6 +190,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       router.service(RunnerService, runner);
       router.service(ExecutionService, execution);
       router.service(ProviderService, provider);
+      checkRequests(router, connection.maxMessageBytes);
     },
     readMaxBytes: connection.maxMessageBytes,
     writeMaxBytes: connection.maxMessageBytes,

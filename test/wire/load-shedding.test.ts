@@ -3,7 +3,8 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import type { Client as GrpcClient } from "@grpc/grpc-js";
 import { expect } from "chai";
 import { protoPath as healthProtoPath } from "grpc-health-check";
-import { setMaxListeners } from "node:events";
+import { once, setMaxListeners } from "node:events";
+import http2 from "node:http2";
 import net from "node:net";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
@@ -77,6 +78,18 @@ describe("Load shedding over the wire", () => {
       await flood.release();
     }
   }
+
+  it("advertises at most 100 concurrent streams per HTTP/2 connection on both ports by default", async () => {
+    for (const url of [server.httpUrl, `http://${server.grpcAddress}`]) {
+      const session = http2.connect(url);
+      try {
+        await once(session, "remoteSettings");
+        expect(session.remoteSettings.maxConcurrentStreams, url).to.equal(100);
+      } finally {
+        session.close();
+      }
+    }
+  });
 
   it("holds the limit on the HTTP port under 4 HTTP/2 connections × 75 calls, and health answers in under 1 s", async () => {
     await flood(server.httpUrl, 4, 75);

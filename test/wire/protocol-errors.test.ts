@@ -1,6 +1,10 @@
+import { Code } from "@connectrpc/connect";
 import { Client as GrpcClient, credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { expect } from "chai";
+import http2 from "node:http2";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
+import { clientStackNames, createClientStack } from "../support/client-stacks.js";
+import { expectToolError } from "../support/expect-error.js";
 import { startTestServer } from "../support/test-server.js";
 
 /** Bytes that no protobuf message decodes: field 1, wire type 7 (there is no wire type 7). */
@@ -42,4 +46,191 @@ describe("Protocol errors over the wire", () => {
       }
     });
   });
+
+  describe("truncated and empty requests on the gRPC port", () => {
+    const incomplete =
+      "the request stream ended without a complete message (it was empty, or shorter than its length prefix): send one length-prefixed protobuf message";
+    it("answers INVALID_ARGUMENT to a unary call whose frame announces 10 bytes and carries 3", async () => {
+      const frame = Buffer.from([0x00, 0x00, 0x00, 0x00, 0x0a, 0x0a, 0x01, 0x61]);
+      const answer = await rawGrpc(server.grpcAddress, "/toolruntime.v1.RegistryService/GetTool", frame);
+      expect(answer).to.deep.equal({ status: String(status.INVALID_ARGUMENT), message: incomplete });
+    });
+    it("answers INVALID_ARGUMENT to a server-streaming call that sends no message at all", async () => {
+      const answer = await rawGrpc(server.grpcAddress, "/toolruntime.v1.RunnerService/RunTool", Buffer.alloc(0));
+      expect(answer).to.deep.equal({ status: String(status.INVALID_ARGUMENT), message: incomplete });
+    });
+  });
+
+  describe("the HTTP port", () => {
+    const frame = (flags: number, message: Buffer): Buffer => {
+      const header = Buffer.alloc(5);
+      header.writeUInt8(flags, 0);
+      header.writeUInt32BE(message.length, 1);
+      return Buffer.concat([header, message]);
+    };
+    const notDecodable = (typeName: string) => `request is not a valid ${typeName} message: `;
+    const badFlags = (flags: string) =>
+      `request frame has flags ${flags}: a client sends only 0x00 (uncompressed) or 0x01 (compressed)`;
+    const cases = [
+      { protocol: "gRPC", contentType: "application/grpc" },
+      { protocol: "gRPC-Web", contentType: "application/grpc-web+proto" },
+      { protocol: "Connect streaming", contentType: "application/connect+proto" },
+    ] as const;
+    const methods = [
+      { kind: "unary", path: "/toolruntime.v1.RegistryService/GetTool", input: "toolruntime.v1.GetToolRequest" },
+      { kind: "streaming", path: "/toolruntime.v1.RunnerService/RunTool", input: "toolruntime.v1.RunToolRequest" },
+    ] as const;
+    it("answers INVALID_ARGUMENT to undecodable protobuf in a Connect binary unary request", async () => {
+      const answer = await rawHttp(server.httpUrl, methods[0].path, "application/proto", undecodable);
+      expect(answer).to.include({ httpStatus: 400, code: "invalid_argument" });
+      expect(answer.message.startsWith(notDecodable(methods[0].input)), answer.message).to.equal(true);
+    });
+    for (const method of methods) {
+      for (const { protocol, contentType } of cases) {
+        if (protocol === "Connect streaming" && method.kind === "unary") continue;
+        it(`answers INVALID_ARGUMENT to undecodable protobuf over ${protocol} (${method.kind} method)`, async () => {
+          const answer = await rawHttp(server.httpUrl, method.path, contentType, frame(0, undecodable));
+          expect(answer.code).to.be.oneOf(["3", "invalid_argument"]);
+          expect(answer.message.startsWith(notDecodable(method.input)), answer.message).to.equal(true);
+        });
+        it(`refuses a frame with reserved flag bits set over ${protocol} (${method.kind} method)`, async () => {
+          const answer = await rawHttp(server.httpUrl, method.path, contentType, frame(0x02, Buffer.alloc(0)));
+          expect(answer.code).to.be.oneOf(["3", "invalid_argument"]);
+          expect(answer.message).to.equal(badFlags("0x02"));
+        });
+      }
+    }
+  });
+
+  describe("what errors echo", () => {
+    for (const stackName of clientStackNames) {
+      it(`cuts a message quoting 10,000 characters of input to 1 KiB, ending in an ellipsis, over ${stackName}`, async () => {
+        const client = createClientStack(stackName, server);
+        try {
+          const long = "a".repeat(10_000);
+          const toolError = await expectToolError(
+            client.registry.registerTool({
+              spec: { name: "echo.bound", inputSchema: { type: "object", properties: { [long]: { type: long } } } },
+            }),
+            Code.InvalidArgument,
+            "RegistrationError",
+            'input_schema of "echo.bound" is not a valid JSON Schema',
+          );
+          expect(Buffer.byteLength(toolError.details)).to.be.at.most(1024);
+          expect(toolError.details.endsWith("…")).to.equal(true);
+          expect(toolError.details.length).to.be.above(1000);
+        } finally {
+          client.close();
+        }
+      });
+    }
+  });
 });
+
+/** Sends one raw gRPC request of `body` bytes to the gRPC port and resolves to its grpc-status and grpc-message. */
+async function rawGrpc(address: string, path: string, body: Buffer): Promise<{ status: string; message: string }> {
+  const session = http2.connect(`http://${address}`);
+  try {
+    const stream = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    const outcome = new Promise<{ status: string; message: string }>((resolve, reject) => {
+      let headers: http2.IncomingHttpHeaders = {};
+      stream.on("response", (received) => (headers = received));
+      stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => (headers = { ...headers, ...trailers }));
+      stream.on("data", () => undefined);
+      stream.on("end", () =>
+        resolve({
+          status: String(headers["grpc-status"]),
+          message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+        }),
+      );
+      stream.on("error", reject);
+    });
+    stream.end(body);
+    return await outcome;
+  } finally {
+    session.close();
+  }
+}
+
+/**
+ * Sends one raw request over HTTP/2 (cleartext) to the HTTP port and reads the status from wherever
+ * its protocol puts it: gRPC trailers, the gRPC-Web trailer frame, the Connect end-of-stream
+ * message, or the Connect unary error body.
+ */
+async function rawHttp(
+  baseUrl: string,
+  path: string,
+  contentType: string,
+  body: Buffer,
+): Promise<{ httpStatus: number; code: string; message: string }> {
+  const session = http2.connect(baseUrl);
+  try {
+    const stream = session.request({ ":method": "POST", ":path": path, "content-type": contentType, te: "trailers" });
+    const answer = new Promise<{ httpStatus: number; headers: http2.IncomingHttpHeaders; body: Buffer }>(
+      (resolve, reject) => {
+        let headers: http2.IncomingHttpHeaders = {};
+        const chunks: Buffer[] = [];
+        stream.on("response", (received) => (headers = received));
+        stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => (headers = { ...headers, ...trailers }));
+        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+        stream.on("end", () =>
+          resolve({ httpStatus: Number(headers[":status"]), headers, body: Buffer.concat(chunks) }),
+        );
+        stream.on("error", reject);
+      },
+    );
+    stream.end(body);
+    const { httpStatus, headers, body: received } = await answer;
+    if (contentType === "application/grpc") {
+      return {
+        httpStatus,
+        code: String(headers["grpc-status"]),
+        message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+      };
+    }
+    if (contentType.startsWith("application/grpc-web")) {
+      const fields = new Map<string, string>();
+      if (headers["grpc-status"] !== undefined) {
+        fields.set("grpc-status", String(headers["grpc-status"]));
+        fields.set("grpc-message", String(headers["grpc-message"] ?? ""));
+      } else {
+        // The trailer frame (flag 0x80) carries the trailers as HTTP/1-style header lines.
+        for (const line of frameWithFlag(received, 0x80).toString().split("\r\n")) {
+          const colon = line.indexOf(":");
+          if (colon > 0) fields.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+        }
+      }
+      return {
+        httpStatus,
+        code: fields.get("grpc-status") ?? "",
+        message: decodeURIComponent(fields.get("grpc-message") ?? ""),
+      };
+    }
+    if (contentType.startsWith("application/connect+")) {
+      const end = JSON.parse(frameWithFlag(received, 0x02).toString()) as {
+        error?: { code: string; message: string };
+      };
+      return { httpStatus, code: end.error?.code ?? "", message: end.error?.message ?? "" };
+    }
+    const error = JSON.parse(received.toString()) as { code: string; message: string };
+    return { httpStatus, code: error.code, message: error.message };
+  } finally {
+    session.close();
+  }
+}
+
+/** The contents of the first frame of `body` whose flags are `flags`; empty when there is none. */
+function frameWithFlag(body: Buffer, flags: number): Buffer {
+  let offset = 0;
+  for (let frames = 0; frames < 1000 && offset + 5 <= body.length; frames += 1) {
+    const length = body.readUInt32BE(offset + 1);
+    if (body[offset] === flags) return body.subarray(offset + 5, offset + 5 + length);
+    offset += 5 + length;
+  }
+  return Buffer.alloc(0);
+}

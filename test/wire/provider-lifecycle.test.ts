@@ -439,11 +439,12 @@ describe("A provider that drains", () => {
         }),
     });
 
-  before(async () => {
+  // A server of its own for each test: closing one right after a provider drained must not hang.
+  beforeEach(async () => {
     server = await startTestServer({ providers: { heartbeatIntervalMs: 100, failureTimeoutMs: 1000 } });
     client = createClientStack("grpc-js", server);
   });
-  after(async () => {
+  afterEach(async () => {
     client.close();
     await server.close(0);
   });
