@@ -2,9 +2,7 @@
 // with a bearer token, and draining: a run it cannot finish within its grace period is handed back
 // and another connection runs it to completion.
 import { expect } from "chai";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
-import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -18,6 +16,7 @@ import { createClientStack, type ClientStack } from "../support/client-stacks.js
 import { collect } from "../support/expect-error.js";
 import { generatePythonStubs, python, repoRoot } from "../support/python-harness.js";
 import { startTestServer } from "../support/test-server.js";
+import { PythonProviderProcess } from "../support/python-provider-process.js";
 
 const fixtureScript = path.join(repoRoot, "test/python/provider_tls_fixture.py");
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
@@ -32,43 +31,10 @@ interface FixtureOptions {
   readonly grace?: number;
 }
 
-/** The Python provider fixture as a child process, and what it printed so far. */
-class PythonProvider {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
-  stdout = "";
-  stderr = "";
-  #waiters: (() => void)[] = [];
-
+/** The Python provider as a child process, and what it printed so far. */
+class PythonProvider extends PythonProviderProcess {
   constructor(stubsDir: string, grpcAddress: string, options: FixtureOptions) {
-    this.child = spawn(python, [fixtureScript, stubsDir, grpcAddress, JSON.stringify(options)], { cwd: repoRoot });
-    this.exited = once(this.child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-    const wake = () => {
-      for (const waiter of this.#waiters.splice(0)) waiter();
-    };
-    this.child.stdout.on("data", (chunk: Buffer) => {
-      this.stdout += chunk.toString();
-      wake();
-    });
-    this.child.stderr.on("data", (chunk: Buffer) => {
-      this.stderr += chunk.toString();
-    });
-    this.child.once("exit", wake);
-  }
-
-  /** Resolves once stdout contains `text`; rejects if the process exits first. */
-  async waitFor(text: string): Promise<void> {
-    for (;;) {
-      if (this.stdout.includes(text)) return;
-      if (this.child.exitCode !== null || this.child.signalCode !== null) {
-        throw new Error(`the provider exited before printing ${JSON.stringify(text)}: ${this.stdout}${this.stderr}`);
-      }
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-
-  kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    super(python, [fixtureScript, stubsDir, grpcAddress, JSON.stringify(options)], repoRoot);
   }
 }
 

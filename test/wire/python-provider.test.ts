@@ -18,6 +18,7 @@ import { collect, expectToolError } from "../support/expect-error.js";
 import { generatePythonStubs, python, repoRoot, type EventSeen, type RpcErrorSeen } from "../support/python-harness.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { startTestServer } from "../support/test-server.js";
+import { PythonProviderProcess } from "../support/python-provider-process.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -31,41 +32,9 @@ interface ProviderEventSeen extends EventSeen {
 }
 
 /** The Python provider as a child process, and what it printed so far. */
-class PythonProvider {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
-  stdout = "";
-  stderr = "";
-  #waiters: (() => void)[] = [];
-
+class PythonProvider extends PythonProviderProcess {
   constructor(stubsDir: string, grpcAddress: string) {
-    this.child = spawn(python, [providerScript, stubsDir, grpcAddress], { cwd: repoRoot });
-    this.exited = once(this.child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-    this.child.stdout.on("data", (chunk: Buffer) => {
-      this.stdout += chunk.toString();
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-    this.child.stderr.on("data", (chunk: Buffer) => {
-      this.stderr += chunk.toString();
-    });
-    this.child.once("exit", () => {
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-  }
-
-  /** Resolves once stdout contains `text`; rejects if the process exits first. */
-  async waitFor(text: string): Promise<void> {
-    for (;;) {
-      if (this.stdout.includes(text)) return;
-      if (this.child.exitCode !== null || this.child.signalCode !== null) {
-        throw new Error(`the provider exited before printing ${JSON.stringify(text)}: ${this.stdout}${this.stderr}`);
-      }
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-
-  kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    super(python, [providerScript, stubsDir, grpcAddress], repoRoot);
   }
 }
 
