@@ -17,12 +17,12 @@ import type {
   UntypedServiceImplementation,
   sendUnaryData,
 } from "@grpc/grpc-js";
-import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
+import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
 
 type HandlerContextController = ReturnType<typeof createHandlerContext>;
@@ -203,19 +203,9 @@ function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexS
   });
 }
 
-/**
- * The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. The call
- * is read without `destroyOnReturn`: a Readable's default iterator destroys the stream once reading
- * ends (the client half-closed) or throws, and a destroyed call never sends its status, so the
- * client would wait for ever and grpc-js's shutdown would wait for the call.
- */
+/** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */
 async function* decodeAll(schema: DescMessage, call: ServerDuplexStream<Buffer, Buffer>): AsyncGenerator<unknown> {
-  const reader = (call as unknown as Readable).iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
-  for (;;) {
-    const next = await reader.next();
-    if (next.done === true) return;
-    yield decode(schema, next.value);
-  }
+  for await (const message of readMessages(call)) yield decode(schema, message);
 }
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {
