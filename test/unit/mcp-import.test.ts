@@ -1,0 +1,113 @@
+import { expect } from "chai";
+import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
+import { toImportedFlags } from "../../src/mcp/import/annotation-flags.js";
+import { mapToolNames, toToolSegment } from "../../src/mcp/import/map-tool-names.js";
+import { checkDistinctNames, parseMcpServer } from "../../src/mcp/import/parse-mcp-server.js";
+import { splitCommandLine } from "../../src/mcp/import/split-command-line.js";
+
+function thrown(action: () => unknown): ToolRuntimeError {
+  try {
+    action();
+  } catch (error) {
+    return error as ToolRuntimeError;
+  }
+  throw new Error("expected an error");
+}
+
+describe("MCP import", () => {
+  describe("splitCommandLine()", () => {
+    it("splits on whitespace and keeps quoted and escaped text as one word", () => {
+      expect(splitCommandLine(`node  'a b' "c \\"d\\"" e\\ f $HOME`)).to.deep.equal([
+        "node",
+        "a b",
+        'c "d"',
+        "e f",
+        "$HOME",
+      ]);
+    });
+    it("keeps an empty quoted word", () => {
+      expect(splitCommandLine(`cmd '' ""`)).to.deep.equal(["cmd", "", ""]);
+    });
+    it("rejects unterminated quotes and a trailing backslash", () => {
+      expect(() => splitCommandLine("a 'b")).to.throw("a single quote is not closed");
+      expect(() => splitCommandLine('a "b')).to.throw("a double quote is not closed");
+      expect(() => splitCommandLine("a \\")).to.throw("a backslash ends the command");
+    });
+  });
+
+  describe("parseMcpServer()", () => {
+    it("parses a stdio server with arguments", () => {
+      expect(parseMcpServer("files=node server.js --root '/tmp/my dir'")).to.deep.equal({
+        kind: "stdio",
+        name: "files",
+        command: "node",
+        args: ["server.js", "--root", "/tmp/my dir"],
+      });
+    });
+    it("parses an HTTP server", () => {
+      const spec = parseMcpServer("web=https://example.com/mcp");
+      expect(spec.kind).to.equal("http");
+      expect(spec.kind === "http" && spec.url.href).to.equal("https://example.com/mcp");
+    });
+    it("names the value and the rule for a bad NAME", () => {
+      const error = thrown(() => parseMcpServer("Bad.Name=node x.js"));
+      expect(error.code).to.equal("INVALID_ARGUMENT");
+      expect(error.message).to.equal(
+        '--mcp-server value "Bad.Name=node x.js" is invalid: mcp server name "Bad.Name" is invalid: use a lowercase ASCII letter followed by up to 63 lowercase letters, digits, "_" or "-"',
+      );
+    });
+    it('rejects a value without "=", an empty NAME, an empty command and a bad quote', () => {
+      expect(thrown(() => parseMcpServer("node")).message).to.match(/expected NAME=COMMAND/);
+      expect(thrown(() => parseMcpServer("=node")).message).to.match(/NAME is empty$/);
+      expect(thrown(() => parseMcpServer("x=  ")).message).to.match(/is empty$/);
+      expect(thrown(() => parseMcpServer("x=node 'a")).message).to.match(/a single quote is not closed$/);
+    });
+    it("rejects two servers with one NAME", () => {
+      const servers = [parseMcpServer("a=node x.js"), parseMcpServer("a=http://127.0.0.1:1/mcp")];
+      expect(thrown(() => checkDistinctNames(servers)).message).to.equal(
+        'mcp server name "a" is given twice: give each --mcp-server a distinct NAME',
+      );
+    });
+  });
+
+  describe("mapToolNames()", () => {
+    it("lowercases and replaces invalid characters", () => {
+      expect(toToolSegment("Get-Weather")).to.equal("get-weather");
+      expect(toToolSegment("do it.now!")).to.equal("do_it_now_");
+      expect(toToolSegment("9lives")).to.equal("t9lives");
+      expect(toToolSegment("")).to.equal(undefined);
+    });
+    it("registers neither of two names that collide and reports both", () => {
+      const { mapped, refused } = mapToolNames("w", ["Get.Weather", "get_weather", "echo"]);
+      expect([...mapped]).to.deep.equal([["mcp.w.echo", "echo"]]);
+      expect(refused.map((entry) => entry.mcpName)).to.deep.equal(["Get.Weather", "get_weather"]);
+      expect(refused[0]?.reason).to.equal(
+        'MCP tool names "Get.Weather", "get_weather" all map to "mcp.w.get_weather": none of them is registered',
+      );
+    });
+    it("refuses a name that cannot be mapped", () => {
+      expect(mapToolNames("w", [""]).refused[0]?.reason).to.equal('MCP tool name "" cannot be mapped to a tool name');
+    });
+  });
+
+  describe("toImportedFlags()", () => {
+    const none = { hints: false, idempotent: false };
+    it("ignores every hint by default: writes, never idempotent", () => {
+      const hints = { readOnlyHint: true, idempotentHint: true, destructiveHint: false };
+      expect(toImportedFlags(hints, none)).to.deep.equal({ readOnly: false, writes: true, idempotent: false });
+      expect(toImportedFlags(undefined, none)).to.deep.equal({ readOnly: false, writes: true, idempotent: false });
+    });
+    it("makes a tool read_only only when hints are trusted", () => {
+      expect(toImportedFlags({ readOnlyHint: true }, { hints: true, idempotent: false })).to.deep.equal({
+        readOnly: true,
+        writes: false,
+        idempotent: false,
+      });
+    });
+    it("makes a tool idempotent only when idempotency is trusted", () => {
+      const trust = { hints: false, idempotent: true };
+      expect(toImportedFlags({ idempotentHint: true }, trust).idempotent).to.equal(true);
+      expect(toImportedFlags({ idempotentHint: false }, trust).idempotent).to.equal(false);
+    });
+  });
+});
