@@ -2,6 +2,7 @@ import { expect } from "chai";
 import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { toImportedFlags } from "../../src/mcp/import/annotation-flags.js";
 import { mapToolNames, toToolSegment } from "../../src/mcp/import/map-tool-names.js";
+import { toToolOutcome } from "../../src/mcp/import/to-tool-output.js";
 import { checkDistinctNames, parseMcpServer } from "../../src/mcp/import/parse-mcp-server.js";
 import { splitCommandLine } from "../../src/mcp/import/split-command-line.js";
 
@@ -108,6 +109,34 @@ describe("MCP import", () => {
       const trust = { hints: false, idempotent: true };
       expect(toImportedFlags({ idempotentHint: true }, trust).idempotent).to.equal(true);
       expect(toImportedFlags({ idempotentHint: false }, trust).idempotent).to.equal(false);
+    });
+  });
+
+  describe("toToolOutcome()", () => {
+    it("fails with the text content as details when isError is true", () => {
+      const outcome = toToolOutcome({
+        isError: true,
+        content: [
+          { type: "text", text: "no" },
+          { type: "text", text: "way" },
+        ],
+      });
+      expect(outcome).to.deep.equal({ ok: false, details: "no\nway" });
+    });
+    it("prefers structuredContent", () => {
+      const outcome = toToolOutcome({ structuredContent: { a: 1 }, content: [{ type: "text", text: '{"b":2}' }] });
+      expect(outcome).to.deep.equal({ ok: true, output: { a: 1 } });
+    });
+    it("parses text that is a JSON object and wraps any other text", () => {
+      expect(toToolOutcome({ content: [{ type: "text", text: '{"b":2}' }] })).to.deep.equal({
+        ok: true,
+        output: { b: 2 },
+      });
+      expect(toToolOutcome({ content: [{ type: "text", text: "[1]" }] })).to.deep.equal({
+        ok: true,
+        output: { text: "[1]" },
+      });
+      expect(toToolOutcome({ content: [{ type: "image" }] })).to.deep.equal({ ok: true, output: { text: "" } });
     });
   });
 });
