@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { toImportedFlags } from "../../src/mcp/import/annotation-flags.js";
+import { listAllTools } from "../../src/mcp/import/list-all-tools.js";
 import { mapToolNames, toToolSegment } from "../../src/mcp/import/map-tool-names.js";
 import { toToolOutcome } from "../../src/mcp/import/to-tool-output.js";
 import { checkDistinctNames, parseMcpServer } from "../../src/mcp/import/parse-mcp-server.js";
@@ -137,6 +138,32 @@ describe("MCP import", () => {
         output: { text: "[1]" },
       });
       expect(toToolOutcome({ content: [{ type: "image" }] })).to.deep.equal({ ok: true, output: { text: "" } });
+    });
+  });
+
+  describe("listAllTools()", () => {
+    it("follows cursors until a page has none, in order", async () => {
+      const pages: Record<string, { tools: string[]; nextCursor?: string }> = {
+        "": { tools: ["a", "b"], nextCursor: "p2" },
+        p2: { tools: ["c"], nextCursor: "p3" },
+        p3: { tools: ["d"] },
+      };
+      const asked: Array<string | undefined> = [];
+      const tools = await listAllTools((cursor) => {
+        asked.push(cursor);
+        return Promise.resolve(pages[cursor ?? ""] as { tools: string[] });
+      });
+      expect(tools).to.deep.equal(["a", "b", "c", "d"]);
+      expect(asked).to.deep.equal([undefined, "p2", "p3"]);
+    });
+    it("refuses a cursor that repeats and a listing that never ends", async () => {
+      const looping = () => Promise.resolve({ tools: ["x"], nextCursor: "same" });
+      const error: unknown = await listAllTools(looping).catch((caught: unknown) => caught);
+      expect((error as Error).message).to.equal('tools/list repeated cursor "same"');
+      let page = 0;
+      const endless = () => Promise.resolve({ tools: [], nextCursor: String(page++) });
+      const endlessError: unknown = await listAllTools(endless, { maxPages: 3 }).catch((caught: unknown) => caught);
+      expect((endlessError as Error).message).to.equal("tools/list did not end within 3 pages");
     });
   });
 });
