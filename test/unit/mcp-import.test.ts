@@ -5,6 +5,7 @@ import { listAllTools } from "../../src/mcp/import/list-all-tools.js";
 import { mapToolNames, toToolSegment } from "../../src/mcp/import/map-tool-names.js";
 import { toToolOutcome } from "../../src/mcp/import/to-tool-output.js";
 import { checkDistinctNames, parseMcpServer } from "../../src/mcp/import/parse-mcp-server.js";
+import { superviseConnection } from "../../src/mcp/import/supervise-connection.js";
 import { splitCommandLine } from "../../src/mcp/import/split-command-line.js";
 
 function thrown(action: () => unknown): ToolRuntimeError {
@@ -164,6 +165,35 @@ describe("MCP import", () => {
       const endless = () => Promise.resolve({ tools: [], nextCursor: String(page++) });
       const endlessError: unknown = await listAllTools(endless, { maxPages: 3 }).catch((caught: unknown) => caught);
       expect((endlessError as Error).message).to.equal("tools/list did not end within 3 pages");
+    });
+  });
+
+  describe("superviseConnection()", () => {
+    it("retries a server that is unreachable, reconnects after a close, and stops on abort", async () => {
+      const stop = new AbortController();
+      const log: string[] = [];
+      let attempts = 0;
+      let closeSecond: () => void = () => undefined;
+      const done = superviseConnection({
+        signal: stop.signal,
+        backoff: { initialDelayMs: 1, maxDelayMs: 1 },
+        connect: () => {
+          attempts++;
+          if (attempts === 1) return Promise.reject(new Error("refused"));
+          if (attempts === 2) return Promise.resolve({ id: 2, closed: Promise.resolve() });
+          return Promise.resolve({ id: attempts, closed: new Promise<void>((resolve) => (closeSecond = resolve)) });
+        },
+        onUp: (connection) => {
+          log.push(`up ${connection.id}`);
+          if (connection.id === 3) stop.abort();
+        },
+        onDown: (connection) => log.push(`down ${connection.id}`),
+        onRetry: (error) => log.push(`retry ${(error as Error).message}`),
+      });
+      await done;
+      closeSecond();
+      expect(log).to.deep.equal(["retry refused", "up 2", "down 2", "retry the connection closed", "up 3", "down 3"]);
+      expect(attempts).to.equal(3);
     });
   });
 });
