@@ -131,8 +131,8 @@ def new_channel():
 # ---------------------------------------------------------------------------------------------
 # Scenarios: each takes a Client (on a channel that main opens) and returns the JSON to print.
 
-# Seconds the client stays away between dropping its connection and reattaching.
-DETACHED_GAP_S = 0.3
+# Longest the client waits, away from the run, for an event recorded while no one watched.
+DETACHED_WAIT_S = 10.0
 # Progress events the first watch reads before it drops its connection.
 PROGRESS_BEFORE_DROP = 2
 
@@ -162,11 +162,16 @@ def reattach(_client):
     first_cancel_code = stream.code().name if stream.code() is not None else None
     first_channel.close()
 
-    time.sleep(DETACHED_GAP_S)
-
     with new_channel() as second_channel:
         second = Client(second_channel)
-        at_reattach, at_reattach_error = second.get(execution_id)
+        # Reattach once the run has recorded an event while no one watched it (or the wait ends).
+        deadline = time.monotonic() + DETACHED_WAIT_S
+        while True:
+            at_reattach, at_reattach_error = second.get(execution_id)
+            moved_on = at_reattach is not None and at_reattach.execution.last_sequence > last_seen
+            if moved_on or at_reattach_error is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         second_events, second_error = second.watch_all(execution_id, last_seen)
         final, final_error = second.get(execution_id)
     return {
