@@ -202,8 +202,9 @@ describe("Provider liveness", () => {
       expect(ConnectError.from(failure).rawMessage).to.equal(
         `provider "silent" sent nothing for ${failureTimeoutMs} ms: it is considered dead`,
       );
-      // The server last heard the provider just before it sent the welcome.
-      expect(detectedAfter).to.be.within(failureTimeoutMs - 50, failureTimeoutMs + 150);
+      // The server last heard the provider just before it sent the welcome. The upper bound leaves
+      // room for a loaded machine and still lies far below the next heartbeat tick (5 s).
+      expect(detectedAfter).to.be.within(failureTimeoutMs - 50, failureTimeoutMs + 1000);
     } finally {
       await server.close(0);
     }
