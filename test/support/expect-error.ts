@@ -1,3 +1,4 @@
+import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect } from "chai";
 import { ToolErrorSchema, type ToolError } from "../../gen/toolruntime/v1/tool_pb.js";
@@ -42,4 +43,14 @@ let counter = 0;
 export function uniqueName(prefix: string): string {
   counter += 1;
   return `${prefix}${counter}x${process.pid}`;
+}
+
+/** The ToolRuntimeError that `action` throws; fails the test when it throws nothing. */
+export function thrownBy(action: () => unknown): ToolRuntimeError {
+  try {
+    action();
+  } catch (error) {
+    return error as ToolRuntimeError;
+  }
+  throw new Error("expected an error");
 }

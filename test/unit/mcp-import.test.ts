@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
+import { thrownBy } from "../support/expect-error.js";
 import { toImportedFlags } from "../../src/mcp/import/annotation-flags.js";
 import { listAllTools } from "../../src/mcp/import/list-all-tools.js";
 import { mapToolNames, toToolSegment } from "../../src/mcp/import/map-tool-names.js";
@@ -7,15 +7,6 @@ import { toToolOutcome } from "../../src/mcp/import/to-tool-output.js";
 import { checkDistinctNames, parseMcpServer } from "../../src/mcp/import/parse-mcp-server.js";
 import { superviseConnection } from "../../src/mcp/import/supervise-connection.js";
 import { splitCommandLine } from "../../src/mcp/import/split-command-line.js";
-
-function thrown(action: () => unknown): ToolRuntimeError {
-  try {
-    action();
-  } catch (error) {
-    return error as ToolRuntimeError;
-  }
-  throw new Error("expected an error");
-}
 
 describe("MCP import", () => {
   describe("splitCommandLine()", () => {
@@ -53,21 +44,21 @@ describe("MCP import", () => {
       expect(spec.kind === "http" && spec.url.href).to.equal("https://example.com/mcp");
     });
     it("names the value and the rule for a bad NAME", () => {
-      const error = thrown(() => parseMcpServer("Bad.Name=node x.js"));
+      const error = thrownBy(() => parseMcpServer("Bad.Name=node x.js"));
       expect(error.code).to.equal("INVALID_ARGUMENT");
       expect(error.message).to.equal(
         '--mcp-server value "Bad.Name=node x.js" is invalid: mcp server name "Bad.Name" is invalid: use a lowercase ASCII letter followed by up to 63 lowercase letters, digits, "_" or "-"',
       );
     });
     it('rejects a value without "=", an empty NAME, an empty command and a bad quote', () => {
-      expect(thrown(() => parseMcpServer("node")).message).to.match(/expected NAME=COMMAND/);
-      expect(thrown(() => parseMcpServer("=node")).message).to.match(/NAME is empty$/);
-      expect(thrown(() => parseMcpServer("x=  ")).message).to.match(/is empty$/);
-      expect(thrown(() => parseMcpServer("x=node 'a")).message).to.match(/a single quote is not closed$/);
+      expect(thrownBy(() => parseMcpServer("node")).message).to.match(/expected NAME=COMMAND/);
+      expect(thrownBy(() => parseMcpServer("=node")).message).to.match(/NAME is empty$/);
+      expect(thrownBy(() => parseMcpServer("x=  ")).message).to.match(/is empty$/);
+      expect(thrownBy(() => parseMcpServer("x=node 'a")).message).to.match(/a single quote is not closed$/);
     });
     it("rejects two servers with one NAME", () => {
       const servers = [parseMcpServer("a=node x.js"), parseMcpServer("a=http://127.0.0.1:1/mcp")];
-      expect(thrown(() => checkDistinctNames(servers)).message).to.equal(
+      expect(thrownBy(() => checkDistinctNames(servers)).message).to.equal(
         'mcp server name "a" is given twice: give each --mcp-server a distinct NAME',
       );
     });

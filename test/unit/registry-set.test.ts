@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
-import type { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
+import { thrownBy } from "../support/expect-error.js";
 import { RegistrySet } from "../../src/registry/registry-set.js";
 
 const spec = (name: string) => ({ spec: create(ToolSpecSchema, { name }) });
@@ -12,15 +12,6 @@ function createAndEmpty(set: RegistrySet, name: string): bigint {
   registry.register(spec("ns.tool"));
   registry.remove("ns.tool");
   return registry.version;
-}
-
-function thrown(action: () => unknown): ToolRuntimeError {
-  try {
-    action();
-  } catch (error) {
-    return error as ToolRuntimeError;
-  }
-  throw new Error("expected an error");
 }
 
 describe("RegistrySet", () => {
@@ -39,7 +30,7 @@ describe("RegistrySet", () => {
       set.getOrCreate("full").register(spec("ns.tool"));
       createAndEmpty(set, "watched");
       const unsubscribe = set.get("watched").subscribe(() => undefined);
-      const error = thrown(() => set.getOrCreate("another"));
+      const error = thrownBy(() => set.getOrCreate("another"));
       expect([error.code, error.details]).to.deep.equal([
         "RESOURCE_EXHAUSTED",
         'registry "another" cannot be created: the server holds its maximum of 3 registries and none is empty and unwatched; remove the tools of one first',
@@ -84,7 +75,7 @@ describe("RegistrySet", () => {
     });
 
     it("answers NOT_FOUND for a name that never held a registry", () => {
-      const error = thrown(() => new RegistrySet().getForWatch("never"));
+      const error = thrownBy(() => new RegistrySet().getForWatch("never"));
       expect([error.code, error.details]).to.deep.equal([
         "NOT_FOUND",
         'registry "never" does not exist: register a tool in it first, or omit the name for the default registry',
