@@ -36,23 +36,19 @@ export async function superviseConnection<Connection extends SupervisedConnectio
   let attempt = 0;
   while (!signal.aborted) {
     let connection: Connection | undefined;
+    let reason: unknown = new Error("the connection closed");
     try {
       connection = await options.connect(signal);
       attempt = 0;
       await options.onUp(connection);
       await untilClosedOrAborted(connection.closed, signal);
     } catch (error) {
-      if (signal.aborted) break;
-      const delayMs = reconnectDelayMs(attempt++, options.backoff);
-      options.onRetry?.(error, delayMs);
-      if (connection !== undefined) options.onDown(connection);
-      await abortableDelay(delayMs, signal).catch(() => undefined);
-      continue;
+      reason = error;
     }
-    options.onDown(connection);
+    if (connection !== undefined) options.onDown(connection);
     if (signal.aborted) break;
     const delayMs = reconnectDelayMs(attempt++, options.backoff);
-    options.onRetry?.(new Error("the connection closed"), delayMs);
+    options.onRetry?.(reason, delayMs);
     await abortableDelay(delayMs, signal).catch(() => undefined);
   }
 }
