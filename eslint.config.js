@@ -28,6 +28,49 @@ export default tseslint.config(
     },
   },
   {
+    // Layers (DESIGN.md §3): the core knows nothing of transports, so it can be embedded as a library
+    // and tested without a network. Only server/ (and the provider SDK, a client) speak Connect or gRPC.
+    files: [
+      "src/json/**/*.ts",
+      "src/errors/**/*.ts",
+      "src/registry/**/*.ts",
+      "src/runner/**/*.ts",
+      "src/executions/**/*.ts",
+      "src/stores/**/*.ts",
+      "src/auth/**/*.ts",
+      "src/tools/**/*.ts",
+      "src/providers/provider-hub.ts",
+      "src/runtime.ts",
+    ],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["**/server/**"], message: "the core must not import the server layer" },
+            { group: ["@connectrpc/*", "@grpc/*"], message: "the core must not depend on a transport" },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The in-memory stores are the default and must not pull in the database driver.
+    files: ["src/stores/memory/**/*.ts", "src/registry/**/*.ts", "src/runner/**/*.ts", "src/executions/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["**/server/**"], message: "the core must not import the server layer" },
+            { group: ["@connectrpc/*", "@grpc/*"], message: "the core must not depend on a transport" },
+            { group: ["pg", "**/stores/postgres/**"], message: "only stores/postgres/ talks to PostgreSQL" },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["test/**/*.ts"],
     rules: {
       "@typescript-eslint/no-non-null-assertion": "off",

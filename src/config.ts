@@ -36,6 +36,8 @@ export interface ServerConfig {
   readonly allowInsecureRemote: boolean;
   readonly allowSelfApproval: boolean;
   readonly healthPort: number | undefined;
+  /** URL of the shared store (PostgreSQL); undefined for the in-memory stores. */
+  readonly store: string | undefined;
   readonly corsOrigins: readonly string[];
   readonly help: boolean;
 }
@@ -315,6 +317,13 @@ const options: readonly OptionSpec[] = [
     text: "plain-HTTP port serving only /healthz and /readyz, for probes without client certificates",
   },
   {
+    key: "store",
+    flag: "store",
+    kind: "string",
+    fallback: undefined,
+    text: "postgres://user:password@host:port/database holding registries and activations, shared by every replica on it; default: in memory",
+  },
+  {
     key: "corsOrigins",
     flag: "cors-origin",
     kind: "list",
@@ -592,7 +601,19 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     allowInsecureRemote: get("allowInsecureRemote") as boolean,
     allowSelfApproval: get("allowSelfApproval") as boolean,
     healthPort: get("healthPort") as number | undefined,
+    store: checkStoreUrl(get("store") as string | undefined),
     corsOrigins,
     help: (flags["help"] as boolean | undefined) ?? false,
   };
+}
+
+/** A store URL as given, or an Error saying what a store URL looks like. */
+function checkStoreUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(url)) {
+    throw new Error(
+      "store must be a PostgreSQL URL such as postgres://user:password@127.0.0.1:5432/toolruntime (or omit it for the in-memory stores)",
+    );
+  }
+  return url;
 }

@@ -43,11 +43,13 @@ async function main(): Promise<void> {
     allowSelfApproval: config.allowSelfApproval,
     healthPort: config.healthPort,
     corsOrigins: config.corsOrigins,
+    store: config.store,
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
     `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n` +
       (server.healthUrl === undefined ? "" : `  health:          ${server.healthUrl}\n`) +
+      `  store:           ${server.runtime.stores.description}\n` +
       (config.identities.length === 0
         ? "  authentication:  off (every caller may do everything)\n"
         : `  authentication:  ${config.identities.length} identities\n`),

@@ -2,11 +2,12 @@ import { create, toJson, type JsonObject, type MessageInitShape } from "@bufbuil
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { randomUUID } from "node:crypto";
 import type { ConnectRequest, ConnectResponseSchema } from "../../gen/toolruntime/v1/provider_pb.js";
-import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkSegmentName, quote } from "../registry/names.js";
 import type { ToolContext } from "../registry/tool-definition.js";
 import type { ToolRegistry } from "../registry/tool-registry.js";
+import type { ToolStore } from "../stores/tool-store.js";
 import { DeclaredFailure } from "../runner/declared-failure.js";
 import { EventQueue } from "../runner/event-queue.js";
 
@@ -82,8 +83,13 @@ export class ProviderHub {
   readonly #connections = new Set<ProviderConnection>();
   readonly #tools = new Map<string, ServedTool>();
 
+  /**
+   * @param registry the default registry's view, where provider-served tools are registered
+   * @param store the tool store through which they are registered and removed
+   */
   constructor(
     private readonly registry: ToolRegistry,
+    private readonly store: ToolStore,
     options: ProviderHubOptions = {},
   ) {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5000;
@@ -116,7 +122,10 @@ export class ProviderHub {
     if (first.done || first.value.message.case !== "hello") {
       throw invalidRequest("the first message of a provider stream must be hello");
     }
-    const connection = this.#accept(first.value.message.value, authorize);
+    // A shared store's view is brought up to date first, so a tool registered by another replica
+    // counts as taken.
+    await this.store.view(this.registry.name);
+    const connection = await this.#accept(first.value.message.value, authorize);
     let lastHeard = Date.now();
     let failure: ToolRuntimeError | undefined;
     const stop = (): void => connection.outgoing.end();
@@ -182,10 +191,10 @@ export class ProviderHub {
     }
   }
 
-  #accept(
+  async #accept(
     hello: Extract<ConnectRequest["message"], { case: "hello" }>["value"],
     authorize: (toolName: string) => void,
-  ): ProviderConnection {
+  ): Promise<ProviderConnection> {
     const nameError = checkSegmentName(hello.providerName, "provider_name");
     if (nameError || hello.providerName === "") {
       throw nameError ?? invalidRequest('provider_name is empty: name the provider, for example "python-models"');
@@ -218,23 +227,30 @@ export class ProviderHub {
       hello.tools.map((spec) => spec.name),
       hello.maxConcurrency || 16,
     );
+    // Reserved synchronously, so a concurrent hello sees the tools as served while they register.
     const registered: string[] = [];
+    for (const spec of hello.tools) {
+      let served = this.#tools.get(spec.name);
+      if (!served) {
+        served = { providerName: hello.providerName, connections: new Set(), waiting: [] };
+        this.#tools.set(spec.name, served);
+        registered.push(spec.name);
+      }
+      served.connections.add(connection);
+    }
+    const done: string[] = [];
     try {
-      for (const spec of hello.tools) {
-        let served = this.#tools.get(spec.name);
-        if (!served) {
-          this.registry.register({ spec: create(ToolSpecSchema, spec), handler: this.#dispatcher(spec.name) });
-          served = { providerName: hello.providerName, connections: new Set(), waiting: [] };
-          this.#tools.set(spec.name, served);
-          registered.push(spec.name);
-        }
-        served.connections.add(connection);
+      for (const name of registered) {
+        const spec = hello.tools.find((tool) => tool.name === name) as ToolSpec;
+        await this.store.register(this.registry.name, {
+          spec: create(ToolSpecSchema, spec),
+          handler: this.#dispatcher(spec.name),
+        });
+        done.push(name);
       }
     } catch (error) {
-      for (const name of registered) {
-        this.#tools.delete(name);
-        this.registry.remove(name);
-      }
+      for (const name of registered) this.#tools.delete(name);
+      for (const name of done) await this.store.remove(this.registry.name, name).catch(() => undefined);
       for (const served of this.#tools.values()) served.connections.delete(connection);
       throw error;
     }
@@ -424,7 +440,11 @@ export class ProviderHub {
       served.connections.delete(connection);
       if (served.connections.size === 0) {
         this.#tools.delete(name);
-        this.registry.remove(name, { offlineProvider: served.providerName });
+        // A shared store that cannot be reached keeps the tool listed; its runs then fail with a
+        // ProviderError (no connection serves it) until the provider returns or it is removed.
+        void this.store
+          .remove(this.registry.name, name, { offlineProvider: served.providerName })
+          .catch(() => undefined);
       }
       // Runs waiting for a connection look again: at another one, or learn that there is none.
       for (const wake of served.waiting.splice(0)) wake();

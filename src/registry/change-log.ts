@@ -30,6 +30,13 @@ export class ChangeLog {
     this.#count = Math.min(this.#count + 1, this.capacity);
   }
 
+  /** Forgets every change (the registry was reloaded). */
+  clear(): void {
+    this.#changes.fill(undefined);
+    this.#count = 0;
+    this.#next = 0;
+  }
+
   /**
    * The changes after `version`, oldest first, given that the registry is at `current`. Undefined
    * when some of them are no longer retained.

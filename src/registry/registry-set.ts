@@ -1,3 +1,4 @@
+import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkSegmentName, ensure, quote } from "./names.js";
 import { ToolRegistry, type ToolRegistryOptions } from "./tool-registry.js";
@@ -43,7 +44,7 @@ export class RegistrySet {
   get(name: string): ToolRegistry {
     const resolved = resolveRegistryName(name);
     const registry = this.#registries.get(resolved);
-    if (!registry) throw notFound(resolved);
+    if (!registry) throw registryNotFound(resolved);
     return registry;
   }
 
@@ -76,8 +77,19 @@ export class RegistrySet {
     const resolved = resolveRegistryName(name);
     const existing = this.#registries.get(resolved);
     if (existing) return existing;
-    if (!this.#tombstones.has(resolved)) throw notFound(resolved);
+    if (!this.#tombstones.has(resolved)) throw registryNotFound(resolved);
     return this.#create(resolved);
+  }
+
+  /**
+   * A registry of that name holding `specs` at `version`, created (or reloaded when present), for
+   * a registry that a shared store holds and this process mirrors. Throws RESOURCE_EXHAUSTED when
+   * the set is full and none can be reclaimed.
+   */
+  mirror(name: string, specs: readonly ToolSpec[], version: bigint): ToolRegistry {
+    const registry = this.#registries.get(name) ?? this.#create(name);
+    registry.reset(specs, version);
+    return registry;
   }
 
   #create(name: string): ToolRegistry {
@@ -104,7 +116,8 @@ export class RegistrySet {
   }
 }
 
-function notFound(name: string): ToolRuntimeError {
+/** NOT_FOUND for a registry that does not exist. */
+export function registryNotFound(name: string): ToolRuntimeError {
   return new ToolRuntimeError(
     "NOT_FOUND",
     ErrorType.NotFound,

@@ -22,6 +22,11 @@ export class SortedNames {
     if (this.#names[index] === name) this.#names.splice(index, 1);
   }
 
+  /** Removes every name. */
+  clear(): void {
+    this.#names.length = 0;
+  }
+
   /** Index of the first name that is not less than `name`. */
   lowerBound(name: string): number {
     let low = 0;

@@ -6,6 +6,7 @@ import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
 import { decodePageToken, encodePageToken, resolvePageSize } from "./page-token.js";
 import { SortedNames } from "./sorted-names.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
+import { lazySchemaCheck } from "./lazy-schema-check.js";
 import { validateSpec } from "./validate-spec.js";
 
 /** Options of a {@link ToolRegistry}. */
@@ -55,6 +56,12 @@ export interface ToolPage {
 /** Receives every change of a registry, synchronously, in order. */
 export type ToolChangeListener = (change: ToolChange) => void;
 
+/** A handler of this process for a tool whose spec a shared store holds. */
+interface LocalHandler {
+  readonly handler: ToolHandler;
+  readonly hooks: CheckpointHooks | undefined;
+}
+
 /**
  * An in-memory registry of tools, keyed by namespaced name. Every operation is synchronous, so each
  * is atomic under any number of concurrent callers: of simultaneous registrations of one name,
@@ -69,6 +76,10 @@ export class ToolRegistry {
   readonly #maxTools: number;
   /** Provider of each tool removed because its provider went offline, until the name is taken again. */
   readonly #offline = new Map<string, string>();
+  /** Handlers of this process for tools registered through a shared store (see {@link apply}). */
+  readonly #localHandlers = new Map<string, LocalHandler>();
+  /** Called when the registry is reloaded wholesale and its changes cannot be replayed. */
+  readonly #resetListeners = new Set<() => void>();
   #version: bigint;
 
   /** @param name the registry's name, used in messages */
@@ -223,10 +234,92 @@ export class ToolRegistry {
     return this.#log.since(version, this.#version);
   }
 
-  /** Calls `listener` with every later change until the returned function is called. */
-  subscribe(listener: ToolChangeListener): () => void {
+  /**
+   * Calls `listener` with every later change until the returned function is called. `onReset` is
+   * called instead when the registry is reloaded (see {@link reset}): the changes in between are
+   * not known one by one, so a watcher must start again from a snapshot.
+   */
+  subscribe(listener: ToolChangeListener, onReset?: () => void): () => void {
     this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    if (onReset) this.#resetListeners.add(onReset);
+    return () => {
+      this.#listeners.delete(listener);
+      if (onReset) this.#resetListeners.delete(onReset);
+    };
+  }
+
+  /**
+   * Keeps a handler of this process for `name`, for a registry that mirrors a shared store: the
+   * spec arrives through {@link apply} (from this replica's write or another's) and gets the
+   * handler; a tool already present gets it at once. A removal of the tool forgets it. Returns a
+   * function that restores what was kept before (for a write that failed).
+   */
+  attachHandler(name: string, handler: ToolHandler, hooks: CheckpointHooks | undefined): () => void {
+    const before = this.#localHandlers.get(name);
+    this.#localHandlers.set(name, { handler, hooks });
+    return () => {
+      if (before) this.#localHandlers.set(name, before);
+      else this.#localHandlers.delete(name);
+    };
+  }
+
+  /** Gives an existing tool the handler kept for it by {@link attachHandler} (an adopted spec). */
+  refreshHandler(name: string): void {
+    const existing = this.#tools.get(name);
+    const local = this.#localHandlers.get(name);
+    if (existing && local) this.#tools.set(name, { ...existing, handler: local.handler, hooks: local.hooks });
+  }
+
+  /** Notes that `name` is about to be removed because `provider` went offline (see {@link remove}). */
+  noteOffline(name: string, provider: string): void {
+    if (this.#offline.size >= this.#maxTools) this.#offline.delete(this.#offline.keys().next().value as string);
+    this.#offline.set(name, provider);
+  }
+
+  /**
+   * Applies a change committed to a shared store, in version order: the registry is then a mirror
+   * of the store. Schemas compile when first used, since the writer already validated the spec.
+   * Throws when `change` does not follow the current version (the caller must reload instead).
+   */
+  apply(change: ToolChange): void {
+    if (change.version !== this.#version + 1n) {
+      throw new Error(`change ${change.version} of registry "${this.name}" does not follow version ${this.#version}`);
+    }
+    const name = change.spec.name;
+    if (change.kind === "removed") {
+      this.#tools.delete(name);
+      this.#names.delete(name);
+      this.#localHandlers.delete(name);
+    } else {
+      this.#put(change.spec);
+      this.#offline.delete(name);
+    }
+    this.#commit(change);
+  }
+
+  /**
+   * Replaces every tool with `specs` at `version`, for a mirror too far behind its store to replay
+   * the changes. Subscribers get their reset callback; the change log starts afresh.
+   */
+  reset(specs: readonly ToolSpec[], version: bigint): void {
+    this.#tools.clear();
+    this.#names.clear();
+    for (const spec of specs) this.#put(spec);
+    this.#version = version;
+    this.#log.clear();
+    for (const onReset of this.#resetListeners) onReset();
+  }
+
+  #put(spec: ToolSpec): void {
+    const local = this.#localHandlers.get(spec.name);
+    this.#tools.set(spec.name, {
+      spec,
+      handler: local?.handler,
+      checkInputs: lazySchemaCheck(spec.inputSchema),
+      checkOutput: lazySchemaCheck(spec.outputSchema),
+      hooks: local?.hooks,
+    });
+    this.#names.add(spec.name);
   }
 
   /** Number of current subscribers (watch streams and runners). */

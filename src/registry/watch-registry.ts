@@ -22,6 +22,11 @@ export interface WatchOptions {
   readonly heartbeatIntervalMs?: number | undefined;
   /** Most changes queued for a slow reader before the watch ends. Default 10,000. */
   readonly maxLag?: number | undefined;
+  /**
+   * The changes after a version as the store retains them, for a resume from further back than
+   * the registry's own log (a shared store keeps every replica's). Default: the registry's log.
+   */
+  readonly history?: ((version: bigint) => Promise<ToolChange[] | undefined> | ToolChange[] | undefined) | undefined;
 }
 
 /**
@@ -41,14 +46,21 @@ export async function* watchRegistry(registry: ToolRegistry, options: WatchOptio
   const queue = new EventQueue<ToolChange | "heartbeat">();
   const maxLag = options.maxLag ?? 10_000;
   let fellBehind = false;
-  const unsubscribe = registry.subscribe((change) => {
-    if (queue.length >= maxLag) {
+  const unsubscribe = registry.subscribe(
+    (change) => {
+      if (queue.length >= maxLag) {
+        fellBehind = true;
+        queue.end();
+      } else {
+        queue.push(change);
+      }
+    },
+    // The registry was reloaded from its store: the changes in between are not known one by one.
+    () => {
       fellBehind = true;
       queue.end();
-    } else {
-      queue.push(change);
-    }
-  });
+    },
+  );
   const stop = (): void => queue.end();
   options.signal.addEventListener("abort", stop, { once: true });
   let lastChangeAt = Date.now();
@@ -64,7 +76,9 @@ export async function* watchRegistry(registry: ToolRegistry, options: WatchOptio
       for (const spec of snapshot.specs) yield { kind: "snapshot", spec, version };
       yield { kind: "snapshot_end", version };
     } else {
-      const missed = registry.changesSince(options.fromVersion);
+      const missed = options.history
+        ? await options.history(options.fromVersion)
+        : registry.changesSince(options.fromVersion);
       if (!missed) {
         throw new ToolRuntimeError(
           "OUT_OF_RANGE",
@@ -74,6 +88,7 @@ export async function* watchRegistry(registry: ToolRegistry, options: WatchOptio
       }
       version = options.fromVersion;
       for (const change of missed) {
+        if (change.version <= version) continue;
         version = change.version;
         yield { kind: change.kind, spec: change.spec, version };
       }

@@ -49,8 +49,10 @@ export function createExecutionService(
   };
 
   return {
-    startExecution(request, context) {
+    async startExecution(request, context) {
       ensure(checkToolName(request.toolName));
+      // A shared store's registry view is brought up to date, so a tool registered anywhere runs.
+      if (runtime.stores.tools.shared) await runtime.stores.tools.view("");
       const caller = callerOf(context);
       ensureAllowed(caller, "execute", request.toolName);
       if (runners.registry.get(request.toolName)?.spec.capabilities?.unsafe) {

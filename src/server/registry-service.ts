@@ -4,7 +4,7 @@ import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { ensureMayCreateRegistry } from "../auth/registry-access.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkToolName, ensure, isToolName, quote } from "../registry/names.js";
-import { resolveRegistryName } from "../registry/registry-set.js";
+import { registryNotFound, resolveRegistryName } from "../registry/registry-set.js";
 import { toolNotFound } from "../registry/tool-not-found.js";
 import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
@@ -33,13 +33,19 @@ export function createRegistryService(
   runtime: ToolRuntime,
   maxMessageBytes = defaultMaxMessageBytes,
 ): ServiceImpl<typeof RegistryService> {
-  const { registries } = runtime;
+  const store = runtime.stores.tools;
+  /** The up-to-date view of a registry; NOT_FOUND when it does not exist. */
+  const existing = async (name: string) => {
+    const view = await store.view(name);
+    if (!view) throw registryNotFound(resolveRegistryName(name));
+    return view;
+  };
   const readable = (context: HandlerContext) => {
     const caller = callerOf(context);
     return (name: string): boolean => isAllowed(caller, "read", name);
   };
   return {
-    registerTool(request, context) {
+    async registerTool(request, context) {
       if (!request.spec) {
         throw new ToolRuntimeError(
           "INVALID_ARGUMENT",
@@ -49,18 +55,16 @@ export function createRegistryService(
       }
       // An invalid name is the registry's RegistrationError; only a valid one can be authorised.
       if (isToolName(request.spec.name)) ensureAllowed(callerOf(context), "register", request.spec.name);
-      let registry = registries.find(request.registry);
-      if (!registry) {
+      if (!(await store.view(request.registry))) {
         ensureMayCreateRegistry(callerOf(context), resolveRegistryName(request.registry));
-        registry = registries.getOrCreate(request.registry);
       }
-      return registry.register({ spec: request.spec }, { replace: request.replace });
+      return store.register(request.registry, { spec: request.spec }, { replace: request.replace });
     },
 
-    getTool(request, context) {
+    async getTool(request, context) {
       ensure(checkToolName(request.name));
       ensureAllowed(callerOf(context), "read", request.name);
-      const registry = registries.get(request.registry);
+      const registry = await existing(request.registry);
       const tool = registry.get(request.name);
       if (!tool) {
         throw toolNotFound(
@@ -72,24 +76,24 @@ export function createRegistryService(
       return { spec: tool.spec };
     },
 
-    listTools(request, context) {
+    async listTools(request, context) {
       const mayRead = readable(context);
-      const page = registries.get(request.registry).list({ ...request, include: (spec) => mayRead(spec.name) });
+      const page = (await existing(request.registry)).list({ ...request, include: (spec) => mayRead(spec.name) });
       return { ...fitToolPage(page, maxMessageBytes), registryVersion: page.version };
     },
 
-    removeTool(request, context) {
+    async removeTool(request, context) {
       ensure(checkToolName(request.name));
       ensureAllowed(callerOf(context), "register", request.name);
-      const registry = registries.find(request.registry);
-      return { removed: registry?.remove(request.name) ?? false };
+      return { removed: await store.remove(request.registry, request.name) };
     },
 
     async *watchTools(request, context) {
       const mayRead = readable(context);
-      const registry = registries.getForWatch(request.registry);
+      const registry = await store.viewForWatch(request.registry);
       const items = watchRegistry(registry, {
         fromVersion: request.fromVersion,
+        history: (version) => store.changesSince(registry, version),
         signal: context.signal,
         heartbeatIntervalMs: runtime.heartbeatIntervalMs,
       });

@@ -2,6 +2,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { checkToolName, ensure } from "../registry/names.js";
+import { registryNotFound, resolveRegistryName } from "../registry/registry-set.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 import { awaitForCall, bindRunToCall, watchForCall } from "./call-run.js";
@@ -18,7 +19,15 @@ export function createRunnerService(
   runtime: ToolRuntime,
   maxMessageBytes = defaultConnectionOptions.maxMessageBytes,
 ): ServiceImpl<typeof RunnerService> {
-  const { registries, runners, executions } = runtime;
+  const { runners, executions } = runtime;
+  const { tools: store, activations } = runtime.stores;
+  /**
+   * With a shared store, brings the default registry's view up to date before a call reads it, so
+   * a tool registered (or removed) through any replica is seen here. Nothing to do in memory.
+   */
+  const syncTools = async (): Promise<void> => {
+    if (store.shared) await store.view("");
+  };
 
   /** Checks the name and the caller's right to execute the tool. */
   const authorizeExecution = (toolName: string, context: HandlerContext): void => {
@@ -34,21 +43,26 @@ export function createRunnerService(
   });
 
   return {
-    discoverTools(request, context) {
+    async discoverTools(request, context) {
       const runner = runners.get(request.runner);
-      const registry = request.registry === "" ? runner.registry : registries.get(request.registry);
+      await syncTools();
+      const registry = request.registry === "" ? runner.registry : await store.view(request.registry);
+      if (!registry) throw registryNotFound(resolveRegistryName(request.registry));
       const caller = callerOf(context);
       const page = runner.discover(registry, { ...request, include: (spec) => isAllowed(caller, "read", spec.name) });
       return fitToolPage(page, maxMessageBytes);
     },
 
-    activateTool(request, context) {
+    async activateTool(request, context) {
+      await syncTools();
       authorizeExecution(request.toolName, context);
-      return runners.activate(request.runner, request.toolName);
+      return activations.activate(request.runner, request.toolName);
     },
 
     async executeTool(request, context) {
+      await syncTools();
       authorizeExecution(request.toolName, context);
+      if (store.shared) await activations.sync(request.runner, request.toolName);
       const { record, deduplicated } = executions.start({
         runner: runners.get(request.runner),
         requireActive: true,
@@ -68,12 +82,14 @@ export function createRunnerService(
       }
     },
 
-    deactivateTool(request, context) {
+    async deactivateTool(request, context) {
+      await syncTools();
       authorizeExecution(request.toolName, context);
-      return { wasActive: runners.deactivate(request.runner, request.toolName) };
+      return { wasActive: await activations.deactivate(request.runner, request.toolName) };
     },
 
     async *runTool(request, context) {
+      await syncTools();
       authorizeExecution(request.toolName, context);
       // A detached run outlives this call, so the call's deadline does not bound it.
       const detach = request.options?.detachOnDisconnect ?? false;

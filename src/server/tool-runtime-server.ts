@@ -7,7 +7,7 @@ import { file_toolruntime_v1_runner, RunnerService } from "../../gen/toolruntime
 import { ExecutionService, file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { file_toolruntime_v1_provider, ProviderService } from "../../gen/toolruntime/v1/provider_pb.js";
 import { createAuthenticator, type IdentityConfig } from "../auth/authenticator.js";
-import { createToolRuntime, type ToolRuntime, type ToolRuntimeOptions } from "../runtime.js";
+import { openToolRuntime, type OpenToolRuntimeOptions, type ToolRuntime } from "../runtime.js";
 import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
 import { createServerMetrics } from "../telemetry/metrics.js";
 import { createTracing, type TracingOptions } from "../telemetry/tracing.js";
@@ -36,7 +36,7 @@ import { createProviderService } from "./provider-service.js";
 import { readTlsFiles, type TlsFiles } from "./tls-config.js";
 
 /** Options of {@link startServer}. Every field has a default. */
-export interface ServerOptions extends ToolRuntimeOptions {
+export interface ServerOptions extends OpenToolRuntimeOptions {
   /** Address both ports listen on. Default "127.0.0.1". */
   readonly host?: string;
   /** Port of native gRPC (grpc-js). Default 50051; 0 picks a free port. */
@@ -126,7 +126,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     () => runtime.registries.all(),
     () => runtime.executions.admission,
   );
-  const runtime: ToolRuntime = createToolRuntime({
+  const runtime: ToolRuntime = await openToolRuntime({
     ...options,
     executions: { logger, ...options.executions },
     runners: {
@@ -234,11 +234,22 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       }
     }
   } catch (error) {
-    runtime.close();
+    await runtime.closeStores();
     await tracing.shutdown();
     throw error;
   }
-  health.serving();
+  // Ready while the store answers: a replica whose database went away reports NOT_SERVING, so a
+  // load balancer sends its calls elsewhere, and SERVING again once the database is back.
+  if (runtime.stores.available()) health.serving();
+  runtime.stores.onAvailabilityChange((available) => {
+    if (closing) return;
+    if (available) health.serving();
+    else health.notServing();
+    logger[available ? "info" : "error"](
+      { store: runtime.stores.description },
+      available ? "store available again" : "store unavailable",
+    );
+  });
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {
     runtime,
@@ -261,7 +272,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       await healthListener?.close();
       shutdown.abort(reason);
       runtime.executions.cancelAll(reason.rawMessage);
-      runtime.close();
+      await runtime.closeStores();
       await tracing.shutdown();
     },
   };

@@ -1,0 +1,60 @@
+import pg from "pg";
+import { maskUrl } from "./mask-url.js";
+
+/** Options of {@link openDatabase}. */
+export interface DatabaseOptions {
+  /** Most connections the pool opens. Default 10. */
+  readonly maxConnections?: number;
+  /** Longest wait for a connection, in milliseconds. Default 5,000. */
+  readonly connectTimeoutMs?: number;
+  /** Longest a statement may run before the server cancels it, in milliseconds. Default 30,000. */
+  readonly statementTimeoutMs?: number;
+}
+
+/** A connection pool to the store's database, with its URL masked for messages. */
+export interface Database {
+  readonly pool: pg.Pool;
+  /** The store URL with its password replaced by "***". */
+  readonly maskedUrl: string;
+  /** The full URL, for the dedicated LISTEN connection. */
+  readonly url: string;
+  readonly options: Required<DatabaseOptions>;
+}
+
+/**
+ * Opens a pool to `url` (postgres://user:password@host:port/db) and checks, once, that the database
+ * answers. Rejects with an Error naming the masked URL and the reason when it does not, so a
+ * misconfigured replica fails at start rather than on its first call.
+ */
+export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
+  const resolved: Required<DatabaseOptions> = {
+    maxConnections: options.maxConnections ?? 10,
+    connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+    statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
+  };
+  const maskedUrl = maskUrl(url);
+  let pool: pg.Pool;
+  try {
+    pool = new pg.Pool({
+      connectionString: url,
+      max: resolved.maxConnections,
+      connectionTimeoutMillis: resolved.connectTimeoutMs,
+      statement_timeout: resolved.statementTimeoutMs,
+      application_name: "toolruntime",
+    });
+  } catch (error) {
+    throw new Error(`store ${maskedUrl} is not a valid PostgreSQL URL: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  // An idle client whose connection drops emits "error" on the pool; without a listener that would
+  // crash the process. The client is discarded and the next query opens a new one.
+  pool.on("error", () => undefined);
+  try {
+    await pool.query("SELECT 1");
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw new Error(`cannot reach the store at ${maskedUrl}: ${(error as Error).message}`, { cause: error });
+  }
+  return { pool, maskedUrl, url, options: resolved };
+}

@@ -1,0 +1,52 @@
+import type { RegistrySet } from "../../registry/registry-set.js";
+import type { RunnerSet } from "../../runner/runner-set.js";
+import type { StoreSet } from "../store-set.js";
+import { openDoorbell } from "./doorbell.js";
+import { migrate } from "./migrate.js";
+import { openDatabase } from "./open-database.js";
+import { createPostgresActivationStore } from "./postgres-activation-store.js";
+import { createPostgresToolStore, type PostgresToolStoreOptions } from "./postgres-tool-store.js";
+import { watchAvailability } from "./watch-availability.js";
+
+/** Options of {@link openPostgresStoreSet}. */
+export interface PostgresStoreOptions extends PostgresToolStoreOptions {
+  /** Interval of the availability check behind readiness, in milliseconds. Default 1,000. */
+  readonly availabilityIntervalMs?: number;
+}
+
+/**
+ * Opens the stores on the PostgreSQL database at `url`: connects (rejecting with an Error that
+ * names the masked URL when it cannot), applies the schema's migrations, loads the default
+ * registry, and starts following the other replicas' writes.
+ */
+export async function openPostgresStoreSet(
+  url: string,
+  registries: RegistrySet,
+  runners: RunnerSet,
+  options: PostgresStoreOptions = {},
+): Promise<StoreSet> {
+  const database = await openDatabase(url);
+  const doorbell = openDoorbell(url);
+  try {
+    await migrate(database.pool);
+    const tools = await createPostgresToolStore(database, registries, doorbell, options);
+    const availability = watchAvailability(database, { intervalMs: options.availabilityIntervalMs ?? 1000 });
+    return {
+      tools,
+      activations: createPostgresActivationStore(database, runners),
+      description: database.maskedUrl,
+      available: () => availability.available,
+      onAvailabilityChange: (listener) => availability.onChange(listener),
+      async close() {
+        availability.close();
+        await tools.close();
+        await doorbell.close();
+        await database.pool.end();
+      },
+    };
+  } catch (error) {
+    await doorbell.close();
+    await database.pool.end().catch(() => undefined);
+    throw new Error(`store ${database.maskedUrl}: ${(error as Error).message}`, { cause: error });
+  }
+}
