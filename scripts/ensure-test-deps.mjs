@@ -1,10 +1,11 @@
 // Makes sure what the test suite needs beyond npm is present: Debian's python3-grpcio and
 // python3-grpc-tools for the Python client tests, pip, setuptools and venv for the test that
-// installs the Python provider library, and Debian's chromium for the browser tests (driven by
-// playwright-core, which downloads no browser). Installs what is missing with apt-get when running
+// installs the Python provider library, Debian's chromium for the browser tests (driven by
+// playwright-core, which downloads no browser), and Debian's postgresql for the store tests (which
+// start their own private server with initdb and pg_ctl on a free port, never a running one). Installs what is missing with apt-get when running
 // as root; otherwise names the missing packages and exits non-zero.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 
 const python = "/usr/bin/python3";
 const chromium = "/usr/bin/chromium";
@@ -17,6 +18,13 @@ const needs = [
     present: () =>
       spawnSync(python, ["-c", "import setuptools, grpc, grpc_tools.protoc, pip, venv"], { stdio: "ignore" }).status ===
       0,
+  },
+  {
+    packages: ["postgresql"],
+    why: "the store tests need PostgreSQL's initdb and pg_ctl (in /usr/lib/postgresql/*/bin)",
+    present: () =>
+      existsSync("/usr/lib/postgresql") &&
+      readdirSync("/usr/lib/postgresql").some((major) => existsSync(`/usr/lib/postgresql/${major}/bin/initdb`)),
   },
   {
     packages: ["chromium"],

@@ -168,7 +168,9 @@ export class ToolRunner {
       throw new ToolRuntimeError(
         "FAILED_PRECONDITION",
         ErrorType.HandlerMissing,
-        `tool ${quote(toolName)} has no handler in this server: it was registered without one, so it can be listed but not executed`,
+        tool.spec.hasHandler
+          ? `tool ${quote(toolName)} is served by another replica (a provider connected there): runs are not shared between replicas yet, so call the replica that serves it`
+          : `tool ${quote(toolName)} has no handler in this server: it was registered without one, so it can be listed but not executed`,
         toolName,
       );
     }

@@ -1,4 +1,8 @@
+import { create } from "@bufbuild/protobuf";
+import { ToolSpecSchema } from "../../../gen/toolruntime/v1/tool_pb.js";
 import type { RegistrySet } from "../../registry/registry-set.js";
+import { sameDefinition } from "../../registry/same-definition.js";
+import { validateSpec } from "../../registry/validate-spec.js";
 import type { ToolStore } from "../tool-store.js";
 
 /**
@@ -11,8 +15,17 @@ export function createMemoryToolStore(registries: RegistrySet): ToolStore {
     shared: false,
     // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
     async register(registryName, registration, options = {}) {
-      // No other process writes, so adopting is plain registration.
-      return registries.getOrCreate(registryName).register(registration, { replace: options.replace ?? false });
+      const registry = registries.getOrCreate(registryName);
+      const existing = registry.get(registration.spec.name);
+      if (options.adopt && existing && registration.handler) {
+        const fresh = create(ToolSpecSchema, { ...validateSpec(registration.spec).spec, hasHandler: true });
+        if (sameDefinition(existing.spec, fresh)) {
+          registry.attachHandler(fresh.name, registration.handler, registration.hooks);
+          registry.refreshHandler(fresh.name);
+          return { spec: existing.spec, replaced: false };
+        }
+      }
+      return registry.register(registration, { replace: (options.replace ?? false) || (options.adopt ?? false) });
     },
     // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
     async remove(registryName, name, options = {}) {

@@ -1,4 +1,4 @@
-import { create, equals, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type pg from "pg";
 import { ToolSpecSchema, type ToolSpec } from "../../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
@@ -6,6 +6,7 @@ import type { ToolChange } from "../../registry/change-log.js";
 import { quote } from "../../registry/names.js";
 import { registryNotFound, resolveRegistryName, type RegistrySet } from "../../registry/registry-set.js";
 import type { ToolRegistry } from "../../registry/tool-registry.js";
+import { sameDefinition } from "../../registry/same-definition.js";
 import { validateSpec } from "../../registry/validate-spec.js";
 import type { ToolStore } from "../tool-store.js";
 import type { Doorbell } from "./doorbell.js";
@@ -239,9 +240,4 @@ export async function createPostgresToolStore(
       return Promise.resolve();
     },
   };
-}
-
-/** Whether two specs define the same tool (ignoring the fields the registry fills in). */
-function sameDefinition(stored: ToolSpec, fresh: ToolSpec): boolean {
-  return equals(ToolSpecSchema, create(ToolSpecSchema, { ...stored, version: 0n }), fresh);
 }
