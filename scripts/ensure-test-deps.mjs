@@ -1,13 +1,16 @@
 // Makes sure what the test suite needs beyond npm is present: Debian's python3-grpcio and
 // python3-grpc-tools for the Python client tests, pip, setuptools and venv for the test that
-// installs the Python provider library, and Debian's chromium for the browser tests (driven by
-// playwright-core, which downloads no browser). Installs what is missing with apt-get when running
-// as root; otherwise names the missing packages and exits non-zero.
+// installs the Python provider library, Debian's chromium for the browser tests (driven by
+// playwright-core, which downloads no browser), and Debian's postgresql for the tests that start their
+// own private PostgreSQL server (test/support/postgres-server.ts; never the system's on port 5432,
+// which installing the package may start). Installs what is missing with apt-get when running as
+// root; otherwise names the missing packages and exits non-zero.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 
 const python = "/usr/bin/python3";
 const chromium = "/usr/bin/chromium";
+const postgresRoot = "/usr/lib/postgresql";
 
 const needs = [
   {
@@ -22,6 +25,13 @@ const needs = [
     packages: ["chromium"],
     why: `the browser tests need ${chromium}`,
     present: () => existsSync(chromium),
+  },
+  {
+    packages: ["postgresql"],
+    why: `the tests start a private PostgreSQL server with ${postgresRoot}/<major>/bin/initdb and pg_ctl`,
+    present: () =>
+      existsSync(postgresRoot) &&
+      readdirSync(postgresRoot).some((major) => existsSync(`${postgresRoot}/${major}/bin/initdb`)),
   },
 ];
 
