@@ -263,6 +263,11 @@ export class ToolRegistry {
     };
   }
 
+  /** Names of the tools this process has a handler for through {@link attachHandler}. */
+  handledNames(): string[] {
+    return [...this.#localHandlers.keys()];
+  }
+
   /** Gives an existing tool the handler kept for it by {@link attachHandler} (an adopted spec). */
   refreshHandler(name: string): void {
     const existing = this.#tools.get(name);

@@ -5,14 +5,10 @@ import { openDoorbell } from "./doorbell.js";
 import { migrate } from "./migrate.js";
 import { openDatabase } from "./open-database.js";
 import { createPostgresActivationStore } from "./postgres-activation-store.js";
-import { createPostgresToolStore, type PostgresToolStoreOptions } from "./postgres-tool-store.js";
+import type { PostgresStoreOptions } from "./postgres-options.js";
+import { createPostgresRunStore } from "./postgres-run-store.js";
+import { createPostgresToolStore } from "./postgres-tool-store.js";
 import { watchAvailability } from "./watch-availability.js";
-
-/** Options of {@link openPostgresStoreSet}. */
-export interface PostgresStoreOptions extends PostgresToolStoreOptions {
-  /** Interval of the availability check behind readiness, in milliseconds. Default 1,000. */
-  readonly availabilityIntervalMs?: number;
-}
 
 /**
  * Opens the stores on the PostgreSQL database at `url`: connects (rejecting with an Error that
@@ -30,15 +26,18 @@ export async function openPostgresStoreSet(
   try {
     await migrate(database.pool);
     const tools = await createPostgresToolStore(database, registries, doorbell, options);
+    const runs = await createPostgresRunStore(database, doorbell, options);
     const availability = watchAvailability(database, { intervalMs: options.availabilityIntervalMs ?? 1000 });
     return {
       tools,
       activations: createPostgresActivationStore(database, runners),
+      runs,
       description: database.maskedUrl,
       available: () => availability.available,
       onAvailabilityChange: (listener) => availability.onChange(listener),
       async close() {
         availability.close();
+        await runs.close();
         await tools.close();
         await doorbell.close();
         await database.pool.end();

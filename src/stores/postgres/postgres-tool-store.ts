@@ -10,23 +10,10 @@ import { sameDefinition } from "../../registry/same-definition.js";
 import { validateSpec } from "../../registry/validate-spec.js";
 import type { ToolStore } from "../tool-store.js";
 import type { Doorbell } from "./doorbell.js";
+import type { PostgresToolStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
 import { decodeSpec, RegistryFollower, toolsChannel } from "./registry-follower.js";
 import { inTransaction, query } from "./transaction.js";
-
-/** Options of {@link createPostgresToolStore}. */
-export interface PostgresToolStoreOptions {
-  /** Most tools one registry holds, across the cluster. Default 100,000. */
-  readonly maxTools?: number;
-  /** Most registries holding tools, across the cluster, the default one included. Default 64. */
-  readonly maxRegistries?: number;
-  /** Most changes of a registry kept for replicas and watchers that resume. Default 10,000. */
-  readonly retainedChanges?: number;
-  /** Interval of the poll that catches up when a notification was lost, in milliseconds. Default 1,000. */
-  readonly pollIntervalMs?: number;
-  /** Where failures of the background catch-up go (the next read retries). */
-  readonly onError?: (error: unknown) => void;
-}
 
 /** Serialises the creation of registries, so the cluster-wide count is exact ("tlrtrg" in ASCII). */
 const registryCreationLockKey = 0x746c72747267;
