@@ -8,6 +8,8 @@ import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { sharedPostgres } from "../support/postgres-server.js";
 import { startReplicas, type Replicas } from "../support/replica-processes.js";
 import { spawnUntil } from "../support/spawn-until.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
+import { RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
 
 const toolsModule = "dist/test/support/replica-tools.js";
 
@@ -263,5 +265,53 @@ describe("Replicas on one PostgreSQL store: a lost owner", function () {
     const after = await watchUntil(b, id);
     expect(after.map((event) => event.sequence)).to.deep.equal(ended.map((event) => event.sequence));
     expect(after.filter((event) => event.event.case === "completed")).to.have.length(1);
+  });
+
+  it("keeps a provider's tool while any replica serves it, withdraws a lost replica's connections, and takes the provider back elsewhere", async () => {
+    const [a, b] = clients as [Clients, Clients];
+    const addresses = replicas.grpcAddresses as [string, string, string];
+    const proxy = await TcpProxy.start(addresses[2]);
+    const registry = createGrpcJsClient(RegistryService, addresses[0]);
+    const provider = (address: string) =>
+      spawnUntil(process.execPath, ["dist/test/support/replica-provider.js", address], process.cwd(), "connected");
+    const direct = await provider(addresses[1]);
+    const proxied = await provider(proxy.address);
+    const watching = new AbortController();
+    try {
+      // The same provider through two replicas: one tool, served by both.
+      expect((await registry.client.getTool({ name: "remote.steps" })).spec?.hasHandler).to.equal(true);
+      await direct.stop();
+      const served = [];
+      for await (const message of a.runner.runTool({ toolName: "remote.steps", inputs: { steps: 1 } })) {
+        if (message.event) served.push(message.event);
+      }
+      expect(completedResult(served)?.output).to.deep.equal({ pid: proxied.child.pid });
+
+      const from = (await registry.client.listTools({ pageSize: 1 })).registryVersion;
+      const changes: string[] = [];
+      const watched = (async () => {
+        for await (const message of registry.client.watchTools({ fromVersion: from }, { signal: watching.signal })) {
+          if (message.spec?.name !== "remote.steps") continue;
+          changes.push(ToolChangeType[message.type]);
+          if (message.type === ToolChangeType.REMOVED) proxy.retarget(addresses[0]);
+          if (message.type === ToolChangeType.ADDED) return;
+        }
+      })();
+      // The replica holding the provider's stream dies: the survivors withdraw its connections once
+      // its lease expires, and the provider, reconnecting through the proxy, lands on another replica.
+      replicas.processes[2]!.child.kill("SIGKILL");
+      await watched;
+      expect(changes).to.deep.equal(["REMOVED", "ADDED"]);
+      const again = [];
+      for await (const message of b.runner.runTool({ toolName: "remote.steps", inputs: { steps: 1 } })) {
+        if (message.event) again.push(message.event);
+      }
+      expect(completedResult(again)?.output).to.deep.equal({ pid: proxied.child.pid });
+    } finally {
+      watching.abort();
+      registry.close();
+      await proxied.stop();
+      await proxy.close();
+    }
   });
 });

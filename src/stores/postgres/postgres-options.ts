@@ -11,6 +11,8 @@ export interface PostgresToolStoreOptions {
   readonly retainedChanges?: number;
   /** Interval of the poll that catches up when a notification was lost, in milliseconds. Default 1,000. */
   readonly pollIntervalMs?: number;
+  /** Interval of the sweep that withdraws lost replicas' provider connections, in milliseconds. Default 1,000. */
+  readonly directorySweepIntervalMs?: number;
   /** Where failures of the background catch-up go (the next read retries). */
   readonly onError?: (error: unknown) => void;
 }

@@ -25,8 +25,8 @@ export async function openPostgresStoreSet(
   const doorbell = openDoorbell(url);
   try {
     await migrate(database.pool);
-    const tools = await createPostgresToolStore(database, registries, doorbell, options);
     const runs = await createPostgresRunStore(database, doorbell, options);
+    const tools = await createPostgresToolStore(database, registries, doorbell, runs.replicaId, options);
     const availability = watchAvailability(database, { intervalMs: options.availabilityIntervalMs ?? 1000 });
     return {
       tools,

@@ -92,4 +92,19 @@ export const migrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "the directory of provider-served tools",
+    sql: `
+      -- Which replicas serve which tools for which provider: a provider's tool stays registered while
+      -- any replica holds a connection for it, and goes when the last one does (or is lost).
+      CREATE TABLE toolruntime.provider_tools (
+        registry text COLLATE "C" NOT NULL,
+        tool text COLLATE "C" NOT NULL,
+        replica text NOT NULL,
+        provider text NOT NULL,
+        PRIMARY KEY (registry, tool, replica)
+      );
+    `,
+  },
 ];
