@@ -361,6 +361,11 @@ export class ExecutionManager {
     });
   }
 
+  /** Asks for an admission slot for a run (after its approval); a shared store admits across the cluster. */
+  protected admit(_record: ExecutionRecord, toolName: string, toolLimit: number): MaybePromise<Ticket> {
+    return this.admission.admit(toolName, toolLimit);
+  }
+
   /** Records the approval timeout's decision (a shared store makes it once across replicas). */
   protected decideByTimeout(record: ExecutionRecord, decision: Decision): void {
     record.decide(decision);
@@ -429,7 +434,7 @@ export class ExecutionManager {
               );
         }
         try {
-          ticket = this.admission.admit(name, spec.maxConcurrency);
+          ticket = await this.admit(record, name, spec.maxConcurrency);
         } catch (error) {
           if (error instanceof ToolRuntimeError) return end(error.errorType, error.details);
           throw error;

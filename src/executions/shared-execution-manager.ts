@@ -4,7 +4,8 @@ import { ExecutionOptionsSchema, ExecutionState } from "../../gen/toolruntime/v1
 import { failed } from "../runner/run-outcome.js";
 import { resolvePageSize } from "../registry/page-token.js";
 import type { ToolRunner } from "../runner/tool-runner.js";
-import type { RunRequest, StoredRun } from "../stores/run-store.js";
+import type { RunRequest, SlotRequest, StoredRun } from "../stores/run-store.js";
+import type { Ticket } from "./admission.js";
 import { ExecutionRecord, type Decision } from "./execution-record.js";
 import {
   approvalNotPending,
@@ -22,6 +23,9 @@ import { cancelledUnclaimed } from "./replica-lost.js";
 import { resolveRetryPolicy } from "./retry-policy.js";
 import { SharedRuns, type SharedRunsOptions } from "./shared-runs.js";
 
+/** Runs claimed at a time by one replica; the cluster's admission then decides when each runs. */
+const claimBatch = 16;
+
 /** What a shared manager needs from the runtime to run what it claims. */
 export interface SharedExecutionHooks {
   /** The runner for a claimed run: a named one for ExecuteTool, a private one otherwise. */
@@ -36,7 +40,8 @@ export interface SharedExecutionHooks {
  * the tool's handler, otherwise the first one that can claim it) and persists its changes. Any
  * replica reads, lists and watches any run (mirrors follow the store), and reaches the owner for a
  * cancellation or an approval through the store; an approval is decided once, in the store.
- * Idempotency keys are global. Admission limits apply per replica.
+ * Idempotency keys are global; admission limits (runs at once, per tool, the queue) hold across the
+ * cluster, with one FIFO queue in the store.
  */
 export class SharedExecutionManager extends ExecutionManager {
   readonly shared: SharedRuns;
@@ -54,12 +59,11 @@ export class SharedExecutionManager extends ExecutionManager {
           this.logger?.error({ err: error, executionId: run.id }, "a claimed run could not start"),
         );
       },
-      claimable: () => ({
-        toolNames: hooks.claimableTools(),
-        room: Math.max(0, this.admission.maxConcurrent - this.admission.running - this.admission.queued),
-      }),
+      // Admission is the cluster's: a claimed run waits in the cluster's queue like any other.
+      claimable: () => ({ toolNames: hooks.claimableTools(), room: claimBatch }),
       eventLimits: this.eventLimits,
       logger: this.logger,
+      maxConcurrent: this.admission.maxConcurrent,
     });
   }
 
@@ -68,7 +72,9 @@ export class SharedExecutionManager extends ExecutionManager {
     const name = spec.name;
     const store = this.shared.store;
     const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
-    const ticket = prepared && !needsApproval ? this.admission.admit(name, spec.maxConcurrency) : undefined;
+    // Without approval, a run this replica executes is admitted as it is created, so a full queue
+    // is the caller's status code and creates nothing. A claimer admits the others.
+    const slot = prepared && !needsApproval ? this.#slotRequest(spec.maxConcurrency) : undefined;
     const init = {
       id: randomUUID(),
       toolName: name,
@@ -81,24 +87,18 @@ export class SharedExecutionManager extends ExecutionManager {
     };
     const draft = new ExecutionRecord({ ...init, ordinal: 0 });
     if (!prepared) draft.state = ExecutionState.QUEUED;
-    let created: Awaited<ReturnType<typeof store.create>>;
-    try {
-      created = await store.create(
-        {
-          id: init.id,
-          execution: draft.toProto(),
-          request: toRunRequest(request),
-          retrySafe: (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false,
-          owner: prepared ? store.replicaId : undefined,
-        },
-        key,
-      );
-    } catch (error) {
-      ticket?.release();
-      throw error;
-    }
+    const created = await store.create(
+      {
+        id: init.id,
+        execution: draft.toProto(),
+        request: toRunRequest(request),
+        retrySafe: (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false,
+        owner: prepared ? store.replicaId : undefined,
+      },
+      key,
+      slot,
+    );
     if ("existing" in created) {
-      ticket?.release();
       checkSameInputs(created.existing.execution.inputsDigest, created.existing.id, request, key, name);
       return { record: await this.getRun(created.existing.id), deduplicated: true };
     }
@@ -106,6 +106,7 @@ export class SharedExecutionManager extends ExecutionManager {
     const record = new ExecutionRecord({ ...init, ordinal: created.ordinal });
     this.store.add(record);
     this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0);
+    const ticket = created.slot ? this.shared.ticket(record.id, created.slot) : undefined;
     this.launch(record, request, prepared, retry, ticket);
     return { record, deduplicated: false };
   }
@@ -182,6 +183,14 @@ export class SharedExecutionManager extends ExecutionManager {
         (taken) => taken && record.decide(decision),
         (error: unknown) => this.logger?.warn({ err: error, executionId: record.id }, "approval timeout not recorded"),
       );
+  }
+
+  protected override async admit(record: ExecutionRecord, _toolName: string, toolLimit: number): Promise<Ticket> {
+    return this.shared.ticket(record.id, await this.shared.store.admit(record.id, this.#slotRequest(toolLimit)));
+  }
+
+  #slotRequest(toolLimit: number): SlotRequest {
+    return { toolLimit, maxConcurrent: this.admission.maxConcurrent, maxQueued: this.admission.maxQueued };
   }
 
   protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {

@@ -2,7 +2,8 @@ import type { Logger } from "pino";
 import { NextFlight } from "../async/next-flight.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
-import type { RunFence, RunStore, StoredRun } from "../stores/run-store.js";
+import type { RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
+import type { Ticket } from "./admission.js";
 import { ExecutionRecord, type EventLimits } from "./execution-record.js";
 import { decideLostRun } from "./replica-lost.js";
 
@@ -27,6 +28,8 @@ export interface SharedRunsHost {
   claimable(): { toolNames: string[]; room: number };
   readonly eventLimits: EventLimits;
   readonly logger: Logger | undefined;
+  /** Most runs executing at once across the cluster (this replica's setting). */
+  readonly maxConcurrent: number;
 }
 
 const maxMirrors = 10_000;
@@ -45,6 +48,8 @@ export class SharedRuns {
   readonly #refreshes = new Map<string, NextFlight>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #claiming: NextFlight;
+  /** Runs of this replica waiting in the cluster's queue, and how to let each in. */
+  readonly #waiting = new Map<string, () => void>();
   readonly #controlling: NextFlight;
   #closed = false;
 
@@ -73,7 +78,7 @@ export class SharedRuns {
       this.store.renewLease().catch(report("lease renewal"));
     });
     this.#every(Math.max(100, Math.floor(leaseMs / 2)), () => {
-      this.store.sweep(decideLostRun).then((taken) => {
+      this.store.sweep(decideLostRun, host.maxConcurrent).then((taken) => {
         if (taken > 0) void this.#claiming.run().catch(report("claim"));
       }, report("sweep"));
     });
@@ -124,6 +129,30 @@ export class SharedRuns {
   async mirror(id: string): Promise<ExecutionRecord | undefined> {
     await this.#refresh(id);
     return this.#mirrors.get(id);
+  }
+
+  /**
+   * The admission ticket of a run the store admitted (see RunStore.admit): granted at once when it
+   * holds a slot, otherwise when the store gives it one (this replica's doorbell rings, or a poll
+   * finds it). Releasing gives the slot back, or leaves the queue, across the cluster.
+   */
+  ticket(id: string, outcome: SlotOutcome): Ticket {
+    const granted =
+      outcome.slot === "held" ? Promise.resolve() : new Promise<void>((resolve) => this.#waiting.set(id, resolve));
+    let released = false;
+    return {
+      granted,
+      immediate: outcome.slot === "held",
+      position: outcome.position,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#waiting.delete(id);
+        this.store.release(id, this.#host.maxConcurrent).catch((error: unknown) => {
+          this.#host.logger?.warn({ err: error, executionId: id }, "admission slot not given back; a sweep will");
+        });
+      },
+    };
   }
 
   /** A record for a listing: a mirror when one is kept, else one made from the stored run. */
@@ -202,6 +231,12 @@ export class SharedRuns {
 
   async #applyControl(): Promise<void> {
     if (this.#closed) return;
+    if (this.#waiting.size > 0) {
+      for (const id of await this.store.held([...this.#waiting.keys()])) {
+        this.#waiting.get(id)?.();
+        this.#waiting.delete(id);
+      }
+    }
     for (const control of await this.store.pendingControl()) {
       const record = this.#host.ownedRecord(control.id);
       if (!record?.isLive) continue;

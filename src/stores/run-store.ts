@@ -52,6 +52,23 @@ export interface NewRun {
   readonly owner: string | undefined;
 }
 
+/** A run's request for an admission slot, with the limits of the replica asking. */
+export interface SlotRequest {
+  /** The tool's own limit of runs at once; 0 for none. */
+  readonly toolLimit: number;
+  /** Most runs executing at once across the cluster. */
+  readonly maxConcurrent: number;
+  /** Most runs waiting for a slot across the cluster; beyond it admission fails. */
+  readonly maxQueued: number;
+}
+
+/** Where a run stands after asking for a slot. */
+export interface SlotOutcome {
+  readonly slot: "held" | "waiting";
+  /** Runs waiting ahead of it (0 when held). */
+  readonly position: number;
+}
+
 /** A decision on a run awaiting approval, as stored. */
 export interface StoredDecision {
   readonly approved: boolean;
@@ -90,7 +107,23 @@ export interface RunStore {
    * Creates a run, or returns the retained run of the same caller, tool and idempotency key (the
    * key is global: one run per key across replicas). `ordinal` is the created run's position.
    */
-  create(run: NewRun, idempotencyKey: string): Promise<{ ordinal: number } | { existing: StoredRun }>;
+  create(
+    run: NewRun,
+    idempotencyKey: string,
+    slot?: SlotRequest,
+  ): Promise<{ ordinal: number; slot: SlotOutcome | undefined } | { existing: StoredRun }>;
+
+  /**
+   * Asks for an admission slot for a run, against the cluster's counts: held at once when it fits
+   * (and no earlier run of its tool waits), else waiting in the cluster's FIFO queue. Throws
+   * RESOURCE_EXHAUSTED (with a retry delay) when the queue is full: with `create`, nothing is then
+   * created.
+   */
+  admit(id: string, slot: SlotRequest): Promise<SlotOutcome>;
+  /** Gives a run's slot back (or leaves the queue), and lets waiting runs that now fit in. */
+  release(id: string, maxConcurrent: number): Promise<void>;
+  /** Which of these waiting runs now hold a slot. */
+  held(ids: readonly string[]): Promise<string[]>;
 
   /**
    * Writes the owner's new events (numbered after the stored ones) and the record as it is now;
@@ -120,9 +153,10 @@ export interface RunStore {
 
   /**
    * Takes the live runs of replicas whose lease expired: each is ended with the events `decide`
-   * gives, or handed back for another replica to claim (a new attempt). Resolves to the runs taken.
+   * gives, or handed back for another replica to claim (a new attempt); their slots are given back
+   * and waiting runs that now fit get them. Resolves to the runs taken.
    */
-  sweep(decide: (run: StoredRun) => EndedRun | RequeuedRun): Promise<number>;
+  sweep(decide: (run: StoredRun) => EndedRun | RequeuedRun, maxConcurrent: number): Promise<number>;
 
   /** Renews this replica's lease; resolves false when it had expired (its runs may be gone). */
   renewLease(): Promise<boolean>;

@@ -3,7 +3,18 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { ExecutionSchema, ExecutionState } from "../../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
-import type { EndedRun, RequeuedRun, RunRequest, RunStore, StoredDecision, StoredRun } from "../run-store.js";
+import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
+import { quote } from "../../registry/names.js";
+import type {
+  EndedRun,
+  RequeuedRun,
+  RunRequest,
+  RunStore,
+  SlotOutcome,
+  SlotRequest,
+  StoredDecision,
+  StoredRun,
+} from "../run-store.js";
 import type { Doorbell } from "./doorbell.js";
 import type { PostgresRunStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
@@ -26,6 +37,8 @@ interface RunRow {
 }
 
 const runColumns = "id, ordinal, record, request, owner, epoch, last_sequence, retry_safe";
+/** Serialises admission decisions across the cluster ("tlrtadm" in ASCII). */
+const admissionLockKey = 0x746c72746164;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const live = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, ExecutionState.RUNNING];
 
@@ -66,7 +79,7 @@ export async function createPostgresRunStore(
     const ended = end.kind === "ended";
     await client.query(
       `UPDATE toolruntime.executions
-          SET record = $2, state = $3, live = $4, owner = NULL, epoch = epoch + 1,
+          SET record = $2, state = $3, live = $4, owner = NULL, epoch = epoch + 1, slot = 'none',
               last_sequence = $5, finished_at = CASE WHEN $4 THEN NULL ELSE now() END
         WHERE id = $1`,
       [run.id, toBinary(ExecutionSchema, end.execution), end.execution.state, !ended, lastSequence + end.events.length],
@@ -75,35 +88,116 @@ export async function createPostgresRunStore(
     if (!ended) await client.query("SELECT pg_notify($1, '')", [claimsChannel]);
   };
 
+  /**
+   * Asks for a slot under the cluster's admission lock (see RunStore.admit). Counts exclude the run
+   * itself, so asking again is harmless.
+   */
+  const admitIn = async (
+    client: pg.PoolClient,
+    id: string,
+    toolName: string,
+    slot: SlotRequest,
+  ): Promise<SlotOutcome> => {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+    const { rows } = await client.query<{ held: string; tool_held: string; waiting: string; tool_waiting: string }>(
+      `SELECT count(*) FILTER (WHERE slot = 'held') AS held,
+              count(*) FILTER (WHERE slot = 'held' AND tool_name = $1) AS tool_held,
+              count(*) FILTER (WHERE slot = 'waiting') AS waiting,
+              count(*) FILTER (WHERE slot = 'waiting' AND tool_name = $1) AS tool_waiting
+         FROM toolruntime.executions WHERE live AND slot <> 'none' AND id <> $2`,
+      [toolName, id],
+    );
+    const counts = rows[0] as { held: string; tool_held: string; waiting: string; tool_waiting: string };
+    const fits =
+      Number(counts.held) < slot.maxConcurrent &&
+      (slot.toolLimit === 0 || Number(counts.tool_held) < slot.toolLimit) &&
+      Number(counts.tool_waiting) === 0;
+    if (fits) {
+      await client.query("UPDATE toolruntime.executions SET slot = 'held', tool_limit = $2 WHERE id = $1", [
+        id,
+        slot.toolLimit,
+      ]);
+      return { slot: "held", position: 0 };
+    }
+    const waiting = Number(counts.waiting);
+    if (waiting >= slot.maxQueued) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `run of ${quote(toolName)} cannot be queued: ${waiting} runs already wait across the cluster, the most allowed; retry later`,
+        toolName,
+        Math.min(30_000, Math.max(100, Math.round((waiting / Math.max(1, slot.maxConcurrent)) * 100))),
+      );
+    }
+    await client.query("UPDATE toolruntime.executions SET slot = 'waiting', tool_limit = $2 WHERE id = $1", [
+      id,
+      slot.toolLimit,
+    ]);
+    return { slot: "waiting", position: waiting };
+  };
+
+  /**
+   * Gives slots to waiting runs in queue order while they fit (a run whose tool is at its own limit
+   * lets later runs of other tools pass), and rings each owner's doorbell. The admission lock is held.
+   */
+  const dispatchIn = async (client: pg.PoolClient, maxConcurrent: number): Promise<void> => {
+    const held = await client.query<{ tool_name: string; count: string }>(
+      "SELECT tool_name, count(*) FROM toolruntime.executions WHERE live AND slot = 'held' GROUP BY tool_name",
+    );
+    const heldByTool = new Map(held.rows.map((row) => [row.tool_name, Number(row.count)]));
+    let total = [...heldByTool.values()].reduce((sum, count) => sum + count, 0);
+    if (total >= maxConcurrent) return;
+    const waiting = await client.query<{ id: string; tool_name: string; tool_limit: number; owner: string | null }>(
+      "SELECT id, tool_name, tool_limit, owner FROM toolruntime.executions WHERE live AND slot = 'waiting' ORDER BY ordinal",
+    );
+    const granted: string[] = [];
+    const owners = new Set<string>();
+    for (const run of waiting.rows) {
+      if (total >= maxConcurrent) break;
+      const running = heldByTool.get(run.tool_name) ?? 0;
+      if (run.tool_limit !== 0 && running >= run.tool_limit) continue;
+      heldByTool.set(run.tool_name, running + 1);
+      total += 1;
+      granted.push(run.id);
+      if (run.owner) owners.add(run.owner);
+    }
+    if (granted.length === 0) return;
+    await client.query("UPDATE toolruntime.executions SET slot = 'held' WHERE id = ANY($1::uuid[])", [granted]);
+    for (const owner of owners) await client.query("SELECT pg_notify($1, $2)", [controlChannel, owner]);
+  };
+
   return {
     replicaId,
 
-    async create(run, idempotencyKey) {
+    async create(run, idempotencyKey, slot) {
       for (;;) {
-        const inserted = await query<{ ordinal: string }>(
-          database,
-          `INSERT INTO toolruntime.executions
-             (id, tool_name, caller, idempotency_key, state, live, retry_safe, record, request, owner)
-           VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8, $9)
-           ON CONFLICT (caller, tool_name, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-           RETURNING ordinal`,
-          [
-            run.id,
-            run.execution.toolName,
-            run.execution.caller,
-            idempotencyKey,
-            run.execution.state,
-            run.retrySafe,
-            toBinary(ExecutionSchema, run.execution),
-            JSON.stringify(run.request),
-            run.owner ?? null,
-          ],
-        );
-        const row = inserted.rows[0];
-        if (row) {
-          if (run.owner === undefined) await query(database, "SELECT pg_notify($1, '')", [claimsChannel]);
-          return { ordinal: Number(row.ordinal) };
-        }
+        const outcome = await inTransaction(database, async (client) => {
+          const inserted = await client.query<{ ordinal: string }>(
+            `INSERT INTO toolruntime.executions
+               (id, tool_name, caller, idempotency_key, state, live, retry_safe, record, request, owner)
+             VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8, $9)
+             ON CONFLICT (caller, tool_name, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+             RETURNING ordinal`,
+            [
+              run.id,
+              run.execution.toolName,
+              run.execution.caller,
+              idempotencyKey,
+              run.execution.state,
+              run.retrySafe,
+              toBinary(ExecutionSchema, run.execution),
+              JSON.stringify(run.request),
+              run.owner ?? null,
+            ],
+          );
+          const row = inserted.rows[0];
+          if (!row) return undefined;
+          // Admitted in the same transaction: a full queue creates nothing.
+          const admitted = slot ? await admitIn(client, run.id, run.execution.toolName, slot) : undefined;
+          if (run.owner === undefined) await client.query("SELECT pg_notify($1, '')", [claimsChannel]);
+          return { ordinal: Number(row.ordinal), slot: admitted };
+        });
+        if (outcome) return outcome;
         const existing = await query<RunRow>(
           database,
           `SELECT ${runColumns} FROM toolruntime.executions WHERE caller = $1 AND tool_name = $2 AND idempotency_key = $3`,
@@ -112,6 +206,37 @@ export async function createPostgresRunStore(
         // Evicted between the two statements: try again.
         if (existing.rows[0]) return { existing: toStored(existing.rows[0]) };
       }
+    },
+
+    admit(id, slot) {
+      return inTransaction(database, async (client) => {
+        const { rows } = await client.query<{ tool_name: string }>(
+          "SELECT tool_name FROM toolruntime.executions WHERE id = $1",
+          [id],
+        );
+        return admitIn(client, id, rows[0]?.tool_name ?? "", slot);
+      });
+    },
+
+    release(id, maxConcurrent) {
+      return inTransaction(database, async (client) => {
+        await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+        const released = await client.query(
+          "UPDATE toolruntime.executions SET slot = 'none' WHERE id = $1 AND slot <> 'none'",
+          [id],
+        );
+        if ((released.rowCount ?? 0) > 0) await dispatchIn(client, maxConcurrent);
+      });
+    },
+
+    async held(ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await query<{ id: string }>(
+        database,
+        "SELECT id FROM toolruntime.executions WHERE id = ANY($1::uuid[]) AND slot = 'held'",
+        [ids],
+      );
+      return rows.map((row) => row.id);
     },
 
     flush(fence, events, execution) {
@@ -240,8 +365,10 @@ export async function createPostgresRunStore(
       return rows.map(toStored).sort((a, b) => a.ordinal - b.ordinal);
     },
 
-    sweep(decide) {
+    sweep(decide, maxConcurrent) {
       return inTransaction(database, async (client) => {
+        // The admission lock first, as every transaction that takes both does: no lock cycle.
+        await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
         const { rows } = await client.query<RunRow>(
           `SELECT ${runColumns} FROM toolruntime.executions e
             WHERE live AND owner IS NOT NULL
@@ -249,6 +376,7 @@ export async function createPostgresRunStore(
             ORDER BY ordinal LIMIT 100 FOR UPDATE SKIP LOCKED`,
         );
         for (const row of rows) await writeEnd(client, toStored(row), row.last_sequence, decide(toStored(row)));
+        if (rows.length > 0) await dispatchIn(client, maxConcurrent);
         // Replicas gone for good: no lease and no run left to them.
         await client.query(
           `DELETE FROM toolruntime.replicas r WHERE lease_expires_at < now()

@@ -21,7 +21,10 @@ export async function openPostgresStoreSet(
   runners: RunnerSet,
   options: PostgresStoreOptions = {},
 ): Promise<StoreSet> {
-  const database = await openDatabase(url);
+  // A paused replica's open transaction is ended well within a lease, so its locks block nobody.
+  const database = await openDatabase(url, {
+    idleInTransactionTimeoutMs: Math.max(1000, Math.floor((options.leaseMs ?? 10_000) / 2)),
+  });
   const doorbell = openDoorbell(url);
   try {
     await migrate(database.pool);

@@ -107,4 +107,16 @@ export const migrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: "admission slots of runs, for limits across the cluster",
+    sql: `
+      -- A run asks for a slot before it executes: 'waiting' in the cluster's queue (FIFO by ordinal),
+      -- then 'held' while it runs; tool_limit is its tool's own limit (0: none).
+      ALTER TABLE toolruntime.executions
+        ADD COLUMN slot text NOT NULL DEFAULT 'none' CHECK (slot IN ('none', 'waiting', 'held')),
+        ADD COLUMN tool_limit integer NOT NULL DEFAULT 0;
+      CREATE INDEX executions_slots ON toolruntime.executions (slot, ordinal) WHERE live AND slot <> 'none';
+    `,
+  },
 ];
