@@ -315,3 +315,63 @@ describe("Replicas on one PostgreSQL store: a lost owner", function () {
     }
   });
 });
+
+describe("Replicas on one PostgreSQL store: admission across the cluster", function () {
+  this.timeout(120_000);
+  let replicas: Replicas;
+  let clients: Clients[];
+
+  before(async () => {
+    const storeUrl = await (await sharedPostgres()).createDatabase("admission");
+    replicas = await startReplicas(3, storeUrl, [
+      "--tools",
+      toolsModule,
+      "--max-concurrent-runs",
+      "2",
+      "--max-queued-runs",
+      "3",
+    ]);
+    clients = replicas.grpcAddresses.map(clientsOf);
+  });
+
+  after(async () => {
+    for (const each of clients) each.close();
+    await replicas.stop();
+  });
+
+  it("runs at most the cluster's limit at once, queues the rest in one bounded FIFO queue, and lets the next in", async () => {
+    const ids: string[] = [];
+    // Five runs through three replicas: two run, three wait, whichever replica started them.
+    for (let index = 0; index < 5; index++) {
+      const started = await clients[index % 3]!.executions.startExecution({
+        toolName: "replica.writes",
+        inputs: { interval_ms: 200 },
+      });
+      ids.push(started.execution!.executionId);
+    }
+    await expectToolError(
+      clients[2]!.executions.startExecution({ toolName: "replica.writes", inputs: {} }),
+      Code.ResourceExhausted,
+      "ResourceExhaustedError",
+      "runs already wait across the cluster",
+    );
+    const states = async () =>
+      Promise.all(
+        ids.map(async (id) => (await clients[0]!.executions.getExecution({ executionId: id })).execution!.state),
+      );
+    // The first two hold the slots; the queued ones say so in their events.
+    const queued = await watchUntil(clients[1]!, ids[2]!, (event) => event.event.case === "queued");
+    expect(queued.at(-1)?.event.case).to.equal("queued");
+    await watchUntil(clients[1]!, ids[1]!, (event) => event.event.case === "executionStarted");
+    expect((await states()).filter((state) => state === ExecutionState.RUNNING)).to.have.length(2);
+
+    // A slot given back goes to the oldest waiting run, started through another replica.
+    await clients[2]!.executions.cancelExecution({ executionId: ids[0]! });
+    const next = await watchUntil(clients[0]!, ids[2]!, (event) => event.event.case === "executionStarted");
+    expect(next.at(-1)?.event.case).to.equal("executionStarted");
+    const after = await states();
+    expect(after[0]).to.equal(ExecutionState.CANCELLED);
+    expect(after.slice(1, 3)).to.deep.equal([ExecutionState.RUNNING, ExecutionState.RUNNING]);
+    for (const id of ids) await clients[1]!.executions.cancelExecution({ executionId: id });
+  });
+});
