@@ -28,6 +28,8 @@ export interface FloodReport {
 export interface Flood {
   /** Resolves once `total - expectedOpen` calls are settled (a status, or a reset). */
   readonly report: Promise<FloodReport>;
+  /** Resolves once every call is settled (the held ones too), before any release. */
+  readonly finished: Promise<FloodReport>;
   /** Resolves once the child has opened its connections and is about to send the calls. */
   readonly started: Promise<void>;
   /** Cancels the open calls and waits for the process to exit. */
@@ -67,15 +69,28 @@ export function startFlood(
   const lines = createInterface({ input: child.stdout });
   let markStarted: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (markStarted = resolve));
-  const report = new Promise<FloodReport>((resolve, reject) => {
-    lines.on("line", (line) => {
-      if (line === "started") markStarted();
-      else resolve(JSON.parse(line) as FloodReport);
-    });
-    void exited.then(() => reject(new Error(`the flood exited before its report: ${errors}`)));
+  const reports: FloodReport[] = [];
+  const waiting: { index: number; resolve: (report: FloodReport) => void }[] = [];
+  lines.on("line", (line) => {
+    if (line === "started") return markStarted();
+    reports.push(JSON.parse(line) as FloodReport);
+    for (const wait of waiting) if (reports[wait.index]) wait.resolve(reports[wait.index]!);
   });
+  // The child reports twice when it expects calls to stay open (at the threshold, then when all
+  // settled), once otherwise.
+  const nthReport = (index: number): Promise<FloodReport> =>
+    new Promise<FloodReport>((resolve, reject) => {
+      waiting.push({ index, resolve });
+      void exited.then(() => reject(new Error(`the flood exited before its report: ${errors}`)));
+    });
+  const report = nthReport(0);
+  const finished = expectedOpen > 0 ? nthReport(1) : report;
+  // Either may never be awaited.
+  report.catch(() => undefined);
+  finished.catch(() => undefined);
   return {
     report,
+    finished,
     started,
     async release() {
       child.stdin.end("release\n");
@@ -97,17 +112,18 @@ async function runFlood(args: readonly string[]): Promise<void> {
   const resets: Record<string, number> = {};
   const messages = new Set<string>();
   let settled = 0;
-  let reported = false;
   let startedAt = 0;
+  let released = false;
+  const write = (): void => {
+    const settledMs = Math.round(performance.now() - startedAt);
+    process.stdout.write(
+      `${JSON.stringify({ codes, messages: [...messages], resets, open: total - settled, settledMs })}\n`,
+    );
+  };
   const settle = (): void => {
     settled += 1;
-    if (!reported && settled === total - Number(expectedOpen)) {
-      reported = true;
-      const settledMs = Math.round(performance.now() - startedAt);
-      process.stdout.write(
-        `${JSON.stringify({ codes, messages: [...messages], resets, open: total - settled, settledMs })}\n`,
-      );
-    }
+    if (settled === total - Number(expectedOpen)) write();
+    if (settled === total && Number(expectedOpen) > 0) write();
   };
   const sessions = Array.from({ length: Number(connections) }, () => http2.connect(url));
   await Promise.all(
@@ -144,7 +160,7 @@ async function runFlood(args: readonly string[]): Promise<void> {
         cause = error.code === "ERR_HTTP2_GOAWAY_SESSION" ? "goaway" : "error";
       });
       stream.on("close", () => {
-        if (done || reported) return;
+        if (done || released) return;
         done = true;
         const rstCode = stream.rstCode ?? http2.constants.NGHTTP2_NO_ERROR;
         if (rstCode !== http2.constants.NGHTTP2_NO_ERROR && cause !== "goaway") cause = `rst:${rstCode}`;
@@ -156,6 +172,7 @@ async function runFlood(args: readonly string[]): Promise<void> {
     }
   }
   for await (const line of createInterface({ input: process.stdin })) if (line === "release") break;
+  released = true;
   for (const stream of streams) stream.close(http2.constants.NGHTTP2_CANCEL);
   for (const session of sessions) session.destroy();
 }
