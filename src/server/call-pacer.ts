@@ -19,9 +19,9 @@ export interface CallPacer {
  * authentication, the run itself when it is short) back to back, and a health probe that arrived
  * meanwhile would wait seconds behind them. Past the budget, calls wait for a later turn
  * (`setImmediate`), so the event loop reads other sockets (probes, other clients) in between.
- * Under light load every call starts at once: no added latency.
+ * Under light load every call starts at once: no added latency. `now` is the clock, in ms.
  */
-export function createCallPacer(turnBudgetMs = 10): CallPacer {
+export function createCallPacer(turnBudgetMs = 10, now: () => number = () => performance.now()): CallPacer {
   // A FIFO with a moving head: shift() would copy the array at every start.
   let queue: ((() => void) | undefined)[] = [];
   let head = 0;
@@ -29,9 +29,9 @@ export function createCallPacer(turnBudgetMs = 10): CallPacer {
   let turnStartedAt: number | undefined;
   let turnEndScheduled = false;
 
-  const budgetLeft = (): boolean => turnStartedAt === undefined || performance.now() - turnStartedAt < turnBudgetMs;
+  const budgetLeft = (): boolean => turnStartedAt === undefined || now() - turnStartedAt < turnBudgetMs;
   const startNow = (start: () => void): void => {
-    turnStartedAt ??= performance.now();
+    turnStartedAt ??= now();
     if (!turnEndScheduled) {
       turnEndScheduled = true;
       setImmediate(nextTurn);
