@@ -36,6 +36,8 @@ interface ProbeStats {
   readonly count: number;
   readonly failures: number;
   readonly worstMs: number;
+  /** When the worst probe was sent, in ms after the flood's calls were sent. */
+  readonly worstAtMs: number;
   readonly p99Ms: number;
   readonly medianMs: number;
 }
@@ -149,6 +151,8 @@ async function probeUntil(
   void until.finally(() => (done = true)).catch(() => undefined);
   const latencies: number[] = [];
   let failures = 0;
+  const loopStarted = performance.now();
+  let worstAtMs = 0;
   while (!done) {
     const started = performance.now();
     try {
@@ -157,6 +161,7 @@ async function probeUntil(
       failures += 1;
     }
     const tookMs = performance.now() - started;
+    if (tookMs > Math.max(0, ...latencies)) worstAtMs = started - loopStarted;
     latencies.push(tookMs);
     if (tookMs < intervalMs) await delay(intervalMs - tookMs);
   }
@@ -165,6 +170,7 @@ async function probeUntil(
     count: sorted.length,
     failures,
     worstMs: sorted.at(-1) ?? Number.NaN,
+    worstAtMs,
     p99Ms: percentileOfSorted(sorted, 99),
     medianMs: percentileOfSorted(sorted, 50),
   };
@@ -219,7 +225,7 @@ function describe(result: FloodResult): string {
     .join(", ");
   const ms = (value: number): string => `${Math.round(value)} ms`;
   const probe = (name: string, stats: ProbeStats): string =>
-    `  ${name}: worst ${ms(stats.worstMs)}, p99 ${ms(stats.p99Ms)}, median ${ms(stats.medianMs)} ` +
+    `  ${name}: worst ${ms(stats.worstMs)} (sent at ${ms(stats.worstAtMs)}), p99 ${ms(stats.p99Ms)}, median ${ms(stats.medianMs)} ` +
     `(${stats.count} probes, ${stats.failures} failed)`;
   return [
     `${result.port} port flood (${flags.connections} connections × ${flags.calls} RunTool ${flags.tool}), ` +
