@@ -18,7 +18,9 @@ type HealthClient = GrpcClient & {
 const refusalMessage = (limit: number): string =>
   `the server has ${limit} calls in flight, its limit: retry with backoff, or raise --max-calls-in-flight`;
 
-describe("Health under a stream flood", () => {
+describe("Health under a stream flood", function () {
+  // 5,000 calls from another process take a few seconds, more on a loaded machine.
+  this.timeout(60_000);
   // Ten times the bound, in 50 connections of 100 calls: the default MAX_CONCURRENT_STREAMS, so
   // every call is sent at once (a client queues calls beyond it, and these would wait behind
   // the held ones of their connection).
