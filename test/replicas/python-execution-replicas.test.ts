@@ -71,7 +71,7 @@ describe("Replicas on one PostgreSQL store: executions from a Python grpcio clie
 
   it("decides an approval once when two replicas are asked at the same time", async () => {
     const seen = await scenario<{ outcomes: ({ ok: true } | RpcErrorSeen)[]; ended: EventSeen[] }>("approval_once");
-    const refused = seen.outcomes.filter((outcome) => outcome.ok !== true) as RpcErrorSeen[];
+    const refused = seen.outcomes.filter((outcome): outcome is RpcErrorSeen => outcome.ok !== true);
     expect(refused).to.have.length(1);
     expect(refused[0]?.code).to.equal("FAILED_PRECONDITION");
     expect(refused[0]?.tool_error?.error_type).to.equal("ApprovalNotPendingError");
