@@ -32,7 +32,7 @@ let lastId = 0;
 const nextId = (): string => `field-${++lastId}`;
 
 function labelFor(id: string, title: string, required: boolean): HTMLLabelElement {
-  return h("label", { for: id }, title, required ? h("span", { class: "hint" }, " (required)") : null);
+  return h("label", { for: id }, title, required ? h("span", { class: "required" }, " (required)") : null);
 }
 
 function hintFor(schema: Schema, id: string): { hint: HTMLElement | null; describedBy: string | undefined } {

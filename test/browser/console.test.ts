@@ -11,16 +11,42 @@ import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import type { IdentityConfig } from "../../src/auth/authenticator.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { builtinTools } from "../../src/tools/builtin-tools.js";
+import { defineTool } from "../../src/tools/define-tool.js";
 import { launchChromium, screenshotDir } from "../support/chromium.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { startMainProcess, type MainProcess } from "../support/main-process.js";
 import { generatePythonStubs, python, repoRoot, uuidPattern } from "../support/python-harness.js";
 import { startTestServer } from "../support/test-server.js";
+import { testTools } from "../support/test-tools.js";
 
 const execFileAsync = promisify(execFile);
 
 /** Longest wait for anything the page shows; far above what a loaded machine needs. */
 const waitMs = 20_000;
+
+/** A tool whose input schema uses every kind of control the run form generates; it echoes its inputs. */
+const formTool = defineTool({
+  name: "forms.everything",
+  description: "Echoes its inputs under echo.",
+  inputSchema: {
+    type: "object",
+    required: ["title"],
+    properties: {
+      title: { type: "string", maxLength: 80, description: "What to call it" },
+      count: { type: "number" },
+      mode: { enum: ["fast", "safe"] },
+      dry_run: { type: "boolean" },
+      target: {
+        type: "object",
+        properties: { host: { type: "string", maxLength: 100 }, port: { type: "integer", minimum: 1 } },
+      },
+      tags: { type: "array", items: { type: "string", maxLength: 20 } },
+      extra: { anyOf: [{ type: "object" }, { type: "array" }] },
+    },
+    additionalProperties: false,
+  },
+  handler: (inputs) => ({ echo: inputs }),
+});
 
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 
@@ -184,7 +210,7 @@ describe("Console: the web console at /console/ in headless Chromium", function 
     });
 
     before(async () => {
-      server = await startTestServer({ identities });
+      server = await startTestServer({ identities, tools: [...builtinTools, ...testTools, formTool] });
       stubsDir = await mkdtemp(join(tmpdir(), "toolruntime-python-stubs-"));
       await generatePythonStubs(stubsDir);
       registry = createGrpcJsClient(RegistryService, server.grpcAddress);
@@ -223,6 +249,61 @@ describe("Console: the web console at /console/ in headless Chromium", function 
         await page.getByLabel("Bearer token").press("Enter");
         await page.locator('#tool-list > li[data-tool="test.approval"]').waitFor({ timeout: waitMs });
         expect(await page.locator("#tools-error").textContent()).to.equal("");
+      } finally {
+        await page.close();
+      }
+    });
+
+    it("generates the run form from the input schema: text, number, enum, boolean, nested object, array, JSON", async () => {
+      const page = await open("#/run/forms.everything", "admin-token");
+      try {
+        await page.locator("#run-form").waitFor({ timeout: waitMs });
+        await page.getByLabel("title (required)", { exact: true }).fill("Nightly");
+        expect(await page.locator("#run-form .hint").first().textContent()).to.equal("What to call it");
+        await page.getByLabel("count", { exact: true }).fill("2.5");
+        await page.getByLabel("mode", { exact: true }).selectOption({ label: "safe" });
+        await page.getByLabel("dry_run", { exact: true }).check();
+        await page.getByLabel("host", { exact: true }).fill("example.org");
+        await page.getByLabel("port", { exact: true }).fill("8443");
+        await page.getByRole("button", { name: "Add tags item" }).click();
+        await page.getByRole("button", { name: "Add tags item" }).click();
+        await page.getByRole("button", { name: "Add tags item" }).click();
+        await page.getByLabel("tags item 1 (required)", { exact: true }).fill("first");
+        await page.getByLabel("tags item 2 (required)", { exact: true }).fill("second");
+        await page.getByLabel("tags item 3 (required)", { exact: true }).fill("third");
+        await page.getByRole("button", { name: "Remove tags item" }).first().click();
+        await page.getByLabel("extra", { exact: true }).fill('{"k": [1, 2]}');
+        const expected = {
+          title: "Nightly",
+          count: 2.5,
+          mode: "safe",
+          dry_run: true,
+          target: { host: "example.org", port: 8443 },
+          tags: ["second", "third"],
+          extra: { k: [1, 2] },
+        };
+
+        await page.getByRole("button", { name: "Edit as JSON" }).click();
+        const json = page.getByLabel("Inputs (JSON object)");
+        expect(JSON.parse(await json.inputValue())).to.deep.equal(expected);
+        await json.fill("{");
+        await page.getByRole("button", { name: "Start run" }).click();
+        await waitForText(page, "#run-form-error", /^The inputs are not valid JSON: /);
+        await json.fill(JSON.stringify({ ...expected, title: "From JSON" }));
+        await page.getByRole("button", { name: "Start run" }).click();
+        await waitForText(page, "#run-state", "SUCCEEDED");
+        expect(JSON.parse((await page.locator("#run-result-output").textContent()) ?? "")).to.deep.equal({
+          echo: { ...expected, title: "From JSON" },
+        });
+
+        // Back on the form, its own values are sent; a value the schema refuses is the run's failure.
+        await page.goBack();
+        await page.locator("#run-form").waitFor({ timeout: waitMs });
+        await page.getByLabel("title (required)", { exact: true }).fill("Form");
+        await page.getByLabel("port", { exact: true }).fill("0");
+        await page.getByRole("button", { name: "Start run" }).click();
+        await waitForText(page, "#run-state", "FAILED");
+        await waitForText(page, "#run-result-summary", "Failed: InputValidationError");
       } finally {
         await page.close();
       }
