@@ -12,6 +12,8 @@ export interface RunsFeedOptions {
   readonly onRecord: (execution: Execution) => void;
   /** Called with the listing's next page token once the first page is in ("" when none). */
   readonly onListed: (nextPageToken: string) => void;
+  /** Called with each message: the stream is alive. */
+  readonly live?: () => void;
 }
 
 /**
@@ -23,6 +25,7 @@ export interface RunsFeedOptions {
 export async function followRuns(options: RunsFeedOptions): Promise<void> {
   const { clients, toolName, signal } = options;
   for await (const message of clients.executions.watchExecutions({ toolName }, { signal })) {
+    options.live?.();
     if (message.execution) options.onRecord(message.execution);
     else if (message.caughtUp) {
       const page = await clients.executions.listExecutions({ toolName, state: options.state }, { signal });

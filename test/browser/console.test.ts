@@ -187,6 +187,26 @@ describe("Console: the web console at /console/ in headless Chromium", function 
     });
   });
 
+  it("follows again when the server comes back after a restart, with what the new server has", async () => {
+    const first = await startTestServer({ tools: builtinTools });
+    const port = Number(new URL(first.httpUrl).port);
+    const page = await browser.newPage();
+    let second: RunningServer | undefined;
+    try {
+      await page.goto(`${first.httpUrl}/console/#/tools`);
+      await waitForText(page, "#tools-count", `${builtinTools.length} tools`);
+      await first.close(0);
+      await waitForText(page, "#tools-error", /^Connection lost \(.+\); following again in \d+ s…$/);
+      second = await startTestServer({ httpPort: port, tools: [...builtinTools, formTool] });
+      await page.locator('#tool-list > li[data-tool="forms.everything"]').waitFor({ timeout: waitMs });
+      await waitForText(page, "#tools-count", `${builtinTools.length + 1} tools`);
+      expect(await page.locator("#tools-error").textContent()).to.equal("");
+    } finally {
+      await page.close();
+      await second?.close(0);
+    }
+  });
+
   describe("on a server with bearer tokens", () => {
     const identities: IdentityConfig[] = [
       { name: "admin", tokenSha256: [sha256("admin-token")], grants: [{ actions: ["admin"], patterns: ["*"] }] },

@@ -1,6 +1,7 @@
 import { ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
 import { describeError, isAbort } from "../describe-error.js";
 import { append, h, replaceChildren } from "../dom.js";
+import { keepFollowing } from "../keep-following.js";
 import { followRuns, isNewer } from "../executions-feed.js";
 import { dateTime, toJsonText } from "../format.js";
 import type { ViewContext } from "../view.js";
@@ -110,16 +111,23 @@ export function approvalsView({ clients, signal, main }: ViewContext): void {
     updateCount();
   };
 
-  followRuns({
-    clients,
-    toolName: "",
-    state: ExecutionState.AWAITING_APPROVAL,
-    signal,
-    onRecord,
-    onListed: updateCount,
-  }).catch((reason: unknown) => {
-    if (isAbort(reason) || signal.aborted) return;
-    error.textContent = describeError(reason);
-    count.textContent = "";
-  });
+  keepFollowing(
+    (live) =>
+      followRuns({
+        clients,
+        toolName: "",
+        state: ExecutionState.AWAITING_APPROVAL,
+        signal,
+        onRecord,
+        onListed: updateCount,
+        live,
+      }),
+    {
+      signal,
+      showError: (message) => {
+        error.textContent = message;
+        if (message !== "" && cards.size === 0) count.textContent = "";
+      },
+    },
+  );
 }

@@ -3,6 +3,7 @@ import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
 import type { ToolResult } from "../../../gen/toolruntime/v1/tool_pb.js";
 import { describeError, isAbort } from "../describe-error.js";
 import { append, h, replaceChildren } from "../dom.js";
+import { keepFollowing } from "../keep-following.js";
 import { dateTime, duration, isoTime, stateName, timeOfDay, toJsonText } from "../format.js";
 import type { ViewContext } from "../view.js";
 
@@ -96,7 +97,6 @@ export function runView({ clients, signal, main }: ViewContext, executionId: str
     { id: "run-decide", href: "#/approvals", hidden: true, class: "button" },
     "Decide in Approvals",
   );
-  const reattach = h("button", { type: "button", id: "run-reattach", hidden: true }, "Reattach");
   const progress = h("progress", { id: "run-progress", max: 1, "aria-labelledby": "run-progress-label" });
   const progressText = h("p", { id: "run-progress-message", role: "status" });
   const timeline = h("ol", { id: "run-timeline", class: "timeline" });
@@ -125,7 +125,7 @@ export function runView({ clients, signal, main }: ViewContext, executionId: str
       h("dt", {}, "Approval"),
       approval,
     ),
-    h("div", { class: "actions" }, cancel, decide, reattach),
+    h("div", { class: "actions" }, cancel, decide),
     h("h2", { id: "run-progress-label" }, "Progress"),
     progress,
     progressText,
@@ -140,9 +140,7 @@ export function runView({ clients, signal, main }: ViewContext, executionId: str
   );
 
   let lastSequence = 0n;
-  let currentState = ExecutionState.UNSPECIFIED;
   const showState = (next: ExecutionState): void => {
-    currentState = next;
     state.textContent = stateName(next);
     state.className = `badge state-${stateName(next)}`;
     cancel.hidden = !isLive(next);
@@ -234,27 +232,19 @@ export function runView({ clients, signal, main }: ViewContext, executionId: str
     }
   };
 
-  const watch = async (): Promise<void> => {
-    reattach.hidden = true;
-    for await (const { event } of clients.executions.watchExecution(
-      { executionId, afterSequence: lastSequence },
-      { signal },
-    )) {
-      if (event) apply(event);
-    }
-  };
-  const follow = (): void => {
-    watch().catch((reason: unknown) => {
-      if (isAbort(reason) || signal.aborted) return;
-      error.textContent = describeError(reason);
-      // A stream cut while the run goes on can be picked up where it stopped.
-      if (isLive(currentState) && lastSequence > 0n) reattach.hidden = false;
-    });
-  };
-  reattach.addEventListener("click", () => {
-    error.textContent = "";
-    follow();
-  });
+  const follow = (): void =>
+    keepFollowing(
+      async (live) => {
+        // From the last event shown: a stream that broke resumes where it stopped, missing nothing.
+        const events = clients.executions.watchExecution({ executionId, afterSequence: lastSequence }, { signal });
+        for await (const { event } of events) {
+          live();
+          if (event) apply(event);
+        }
+        return "done";
+      },
+      { signal, showError: (message) => (error.textContent = message) },
+    );
   cancel.addEventListener("click", () => {
     cancel.disabled = true;
     error.textContent = "";

@@ -1,6 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
 import { describeError, isAbort } from "../describe-error.js";
+import { keepFollowing } from "../keep-following.js";
 import { append, h, replaceChildren } from "../dom.js";
 import { followRuns, isNewer } from "../executions-feed.js";
 import { dateTime, duration, filterStates, isoTime, stateName } from "../format.js";
@@ -111,21 +112,28 @@ export function runsView({ clients, signal, main }: ViewContext): void {
     error.textContent = "";
     count.textContent = "Loading runs…";
     replaceChildren(body);
-    followRuns({
-      clients,
-      toolName: toolInput.value.trim(),
-      state: chosenState(),
-      signal: feedSignal,
-      onRecord,
-      onListed: (token) => {
-        nextPageToken = token;
-        render();
+    keepFollowing(
+      (live) =>
+        followRuns({
+          clients,
+          toolName: toolInput.value.trim(),
+          state: chosenState(),
+          signal: feedSignal,
+          onRecord,
+          onListed: (token) => {
+            nextPageToken = token;
+            render();
+          },
+          live,
+        }),
+      {
+        signal: feedSignal,
+        showError: (message) => {
+          error.textContent = message;
+          if (message !== "" && runs.size === 0) count.textContent = "";
+        },
       },
-    }).catch((reason: unknown) => {
-      if (isAbort(reason) || feedSignal.aborted) return;
-      error.textContent = describeError(reason);
-      count.textContent = "";
-    });
+    );
   };
   more.addEventListener("click", () => {
     more.disabled = true;

@@ -1,7 +1,7 @@
 import { ToolChangeType } from "../../../gen/toolruntime/v1/registry_pb.js";
 import type { ToolSpec } from "../../../gen/toolruntime/v1/tool_pb.js";
-import { describeError, isAbort } from "../describe-error.js";
 import { append, h, replaceChildren } from "../dom.js";
+import { keepFollowing } from "../keep-following.js";
 import { capabilityBadges, toJsonText } from "../format.js";
 import type { ViewContext } from "../view.js";
 
@@ -97,31 +97,44 @@ export function toolsView({ clients, signal, main }: ViewContext): void {
   namespace.addEventListener("change", render);
   text.addEventListener("input", render);
 
-  const watch = async (): Promise<void> => {
-    for await (const change of clients.registry.watchTools({}, { signal })) {
-      const spec = change.spec;
-      switch (change.type) {
-        case ToolChangeType.SNAPSHOT:
-        case ToolChangeType.ADDED:
-        case ToolChangeType.UPDATED:
-          if (spec) tools.set(spec.name, spec);
-          break;
-        case ToolChangeType.REMOVED:
-          if (spec) tools.delete(spec.name);
-          break;
-        case ToolChangeType.SNAPSHOT_END:
-          synced = true;
-          break;
-        case ToolChangeType.HEARTBEAT:
-        case ToolChangeType.UNSPECIFIED:
-          continue;
+  keepFollowing(
+    async (live) => {
+      // Each (re)start begins with a snapshot, which replaces what was shown once it is complete.
+      const snapshot = new Map<string, ToolSpec>();
+      let inSnapshot = true;
+      for await (const change of clients.registry.watchTools({}, { signal })) {
+        live();
+        const spec = change.spec;
+        switch (change.type) {
+          case ToolChangeType.SNAPSHOT:
+            if (spec) snapshot.set(spec.name, spec);
+            continue;
+          case ToolChangeType.SNAPSHOT_END:
+            inSnapshot = false;
+            synced = true;
+            tools.clear();
+            for (const [name, item] of snapshot) tools.set(name, item);
+            break;
+          case ToolChangeType.ADDED:
+          case ToolChangeType.UPDATED:
+            if (spec) tools.set(spec.name, spec);
+            break;
+          case ToolChangeType.REMOVED:
+            if (spec) tools.delete(spec.name);
+            break;
+          case ToolChangeType.HEARTBEAT:
+          case ToolChangeType.UNSPECIFIED:
+            continue;
+        }
+        if (!inSnapshot) render();
       }
-      if (change.type !== ToolChangeType.SNAPSHOT) render();
-    }
-  };
-  watch().catch((reason: unknown) => {
-    if (isAbort(reason) || signal.aborted) return;
-    error.textContent = describeError(reason);
-    count.textContent = "";
-  });
+    },
+    {
+      signal,
+      showError: (message) => {
+        error.textContent = message;
+        if (message !== "" && !synced) count.textContent = "";
+      },
+    },
+  );
 }
