@@ -329,6 +329,65 @@ describe("Console: the web console at /console/ in headless Chromium", function 
       }
     });
 
+    it("streams a run's logs and partial output, and shows retries with each attempt's failure", async () => {
+      const page = await open("#/run/test.streaming", "admin-token");
+      try {
+        await page.locator("#run-form").waitFor({ timeout: waitMs });
+        // No input schema: the inputs are edited as JSON.
+        expect(await page.getByLabel("Inputs (JSON object)").inputValue()).to.equal("{}");
+        await page.getByRole("button", { name: "Start run" }).click();
+        await waitForText(page, "#run-state", "SUCCEEDED");
+        expect(await page.locator("#run-logs .level").allTextContents()).to.deep.equal(["info", "warn"]);
+        expect(await page.locator("#run-logs .message").allTextContents()).to.deep.equal(["starting", "almost done"]);
+        const chunks = await page.locator("#run-output pre").allTextContents();
+        expect(chunks.map((chunk) => JSON.parse(chunk) as unknown)).to.deep.equal([{ part: 1 }, "second"]);
+
+        const { execution } = await executions.client.startExecution(
+          {
+            toolName: "test.flaky",
+            inputs: { fail_times: 1 },
+            options: { retryPolicy: { maxAttempts: 3, initialBackoffMs: 10 } },
+          },
+          as("admin-token"),
+        );
+        await page.goto(`${server.httpUrl}/console/#/runs/${execution!.executionId}`);
+        await waitForText(page, "#run-state", "SUCCEEDED");
+        await waitForText(page, "#run-attempts", "2");
+        const timeline = await timelineTexts(page);
+        expect(
+          timeline
+            .filter((line) => /^(Attempt|Retry)/.test(line))
+            .map((line) => line.replace(/(failed after|succeeded in) [\d,]+ ms/, "$1 N ms")),
+        ).to.deep.equal([
+          "Attempt 1 started (timeout 30000 ms)",
+          'Attempt 1 failed after N ms: HandlerError: handler of "test.flaky" failed: attempt 1 fails on purpose',
+          "Retry: attempt 2 in 10 ms (after HandlerError)",
+          "Attempt 2 started (timeout 30000 ms)",
+          "Attempt 2 succeeded in N ms",
+        ]);
+      } finally {
+        await page.close();
+      }
+    });
+
+    it("refuses an unsafe tool until the form acknowledges it", async () => {
+      const page = await open("#/run/test.unsafe", "admin-token");
+      try {
+        await page.locator("#run-form").waitFor({ timeout: waitMs });
+        await page.getByRole("button", { name: "Start run" }).click();
+        await waitForText(
+          page,
+          "#run-form-error",
+          'FAILED_PRECONDITION: tool "test.unsafe" is flagged unsafe: set options.acknowledge_unsafe to run it',
+        );
+        await page.getByLabel("Acknowledge that this tool is unsafe").check();
+        await page.getByRole("button", { name: "Start run" }).click();
+        await waitForText(page, "#run-state", "SUCCEEDED");
+      } finally {
+        await page.close();
+      }
+    });
+
     it("shows only what the token's identity may see: tools it may read, its own runs", async () => {
       const started = await executions.client.startExecution(
         { toolName: "builtin.echo", inputs: { from: "alice" } },

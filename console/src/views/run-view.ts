@@ -1,3 +1,5 @@
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
 import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
 import type { ToolResult } from "../../../gen/toolruntime/v1/tool_pb.js";
@@ -214,10 +216,19 @@ export function runView({ clients, signal, main }: ViewContext, executionId: str
         break;
       }
       case "log":
-        logs.appendChild(h("li", {}, h("span", { class: "level" }, body.value.level), body.value.message));
+        logs.appendChild(
+          h(
+            "li",
+            {},
+            h("span", { class: "level" }, body.value.level),
+            h("span", { class: "message" }, body.value.message),
+          ),
+        );
         break;
       case "output":
-        outputs.appendChild(h("li", {}, h("pre", {}, toJsonText(body.value.chunk))));
+        outputs.appendChild(
+          h("li", {}, h("pre", {}, toJsonText(body.value.chunk ? toJson(ValueSchema, body.value.chunk) : null))),
+        );
         break;
       case "approvalDecided":
         refresh();
