@@ -552,6 +552,24 @@ describe("Console: the web console at /console/ in headless Chromium", function 
       }
     });
 
+    it("is usable from the keyboard: links open views, focus moves to each view's heading, the nav marks it", async () => {
+      const page = await open("", "admin-token");
+      try {
+        await page.locator("#tool-list > li").first().waitFor({ timeout: waitMs });
+        for (const view of ["Runs", "Approvals", "Tools"]) {
+          await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: view }).press("Enter");
+          await waitForText(page, "main h1", view);
+          expect(await page.evaluate<string>("document.activeElement.textContent"), view).to.equal(view);
+          expect(await page.locator('nav a[aria-current="page"]').allTextContents()).to.deep.equal([view]);
+        }
+        await page.getByRole("link", { name: "Run builtin.echo", exact: true }).press("Enter");
+        await waitForText(page, "main h1", "Run builtin.echo");
+        expect(await page.evaluate<string>("document.activeElement.textContent")).to.equal("Run builtin.echo");
+      } finally {
+        await page.close();
+      }
+    });
+
     it("fits a narrow screen: no sideways scrolling on the tools, a run form and the runs", async () => {
       const page = await open("", "admin-token");
       try {
