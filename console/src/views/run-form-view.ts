@@ -37,7 +37,8 @@ export function runFormView({ clients, signal, main }: ViewContext, toolName: st
   append(main, h("h1", { tabindex: -1 }, `Run ${toolName}`), error);
   clients.registry.getTool({ name: toolName }, { signal }).then(
     ({ spec }) => {
-      if (spec) drawForm(spec);
+      // The view may have been left meanwhile: `main` then belongs to another view.
+      if (spec && !signal.aborted) drawForm(spec);
     },
     (reason: unknown) => {
       if (!isAbort(reason)) error.textContent = describeError(reason);
