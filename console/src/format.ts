@@ -57,3 +57,8 @@ export function capabilityBadges(capabilities: ToolCapability | undefined): { la
   ];
   return flags.filter(([set]) => set).map(([, label, warn]) => ({ label, warn }));
 }
+
+/** "1 run", "2 runs": a count with its noun, singular or plural. */
+export function counted(count: number, singular: string, plural = `${singular}s`): string {
+  return `${count} ${count === 1 ? singular : plural}`;
+}

@@ -452,7 +452,7 @@ describe("Console: the web console at /console/ in headless Chromium", function 
       const page = await open("#/runs", "admin-token");
       try {
         // The count is written once the live feed follows every run and the first page is listed.
-        await waitForText(page, "#runs-count", /^\d+ runs$/);
+        await waitForText(page, "#runs-count", /^\d+ runs?$/);
         const { stdout } = await execFileAsync(
           python,
           [
@@ -478,7 +478,7 @@ describe("Console: the web console at /console/ in headless Chromium", function 
         await screenshot(page, "runs");
 
         await page.getByLabel("State").selectOption(String(ExecutionState.FAILED));
-        await waitForText(page, "#runs-count", /^\d+ runs$/);
+        await waitForText(page, "#runs-count", /^\d+ runs?$/);
         expect(await row.count()).to.equal(0);
       } finally {
         await page.close();
@@ -531,7 +531,7 @@ describe("Console: the web console at /console/ in headless Chromium", function 
         expect(JSON.parse((await card.locator(".approval-inputs").textContent()) ?? "")).to.deep.equal({
           note: "ship it",
         });
-        await waitForText(page, "#approvals-count", "1 runs await approval");
+        await waitForText(page, "#approvals-count", "1 run awaits approval");
         await card.getByLabel("Comment").fill("looks right");
         await screenshot(page, "approvals");
         await card.getByRole("button", { name: "Approve" }).click();

@@ -22,7 +22,12 @@ export function approvalsView({ clients, signal, main }: ViewContext): void {
   const known = new Map<string, Execution>();
   const cards = new Map<string, HTMLElement>();
   const updateCount = (): void => {
-    count.textContent = cards.size === 0 ? "No run awaits approval." : `${cards.size} runs await approval`;
+    count.textContent =
+      cards.size === 0
+        ? "No run awaits approval."
+        : cards.size === 1
+          ? "1 run awaits approval"
+          : `${cards.size} runs await approval`;
   };
 
   const card = (execution: Execution): HTMLElement => {

@@ -4,7 +4,7 @@ import { describeError, isAbort } from "../describe-error.js";
 import { keepFollowing } from "../keep-following.js";
 import { append, h, replaceChildren } from "../dom.js";
 import { followRuns, isNewer } from "../executions-feed.js";
-import { dateTime, duration, filterStates, isoTime, stateName } from "../format.js";
+import { counted, dateTime, duration, filterStates, isoTime, stateName } from "../format.js";
 import type { ViewContext } from "../view.js";
 
 function createdMs(execution: Execution): number {
@@ -95,7 +95,7 @@ export function runsView({ clients, signal, main }: ViewContext): void {
       .filter((run) => state === ExecutionState.UNSPECIFIED || run.state === state)
       .sort((a, b) => createdMs(b) - createdMs(a));
     replaceChildren(body, ...shown.map(runRow));
-    count.textContent = `${shown.length} runs`;
+    count.textContent = counted(shown.length, "run");
     more.hidden = nextPageToken === "";
   };
   const onRecord = (execution: Execution): void => {

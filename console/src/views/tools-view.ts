@@ -2,7 +2,7 @@ import { ToolChangeType } from "../../../gen/toolruntime/v1/registry_pb.js";
 import type { ToolSpec } from "../../../gen/toolruntime/v1/tool_pb.js";
 import { append, h, replaceChildren } from "../dom.js";
 import { keepFollowing } from "../keep-following.js";
-import { capabilityBadges, toJsonText } from "../format.js";
+import { capabilityBadges, counted, toJsonText } from "../format.js";
 import type { ViewContext } from "../view.js";
 
 /** The namespace of a tool name: everything before its last segment. */
@@ -92,7 +92,9 @@ export function toolsView({ clients, signal, main }: ViewContext): void {
       .sort((a, b) => (a.name < b.name ? -1 : 1));
     replaceChildren(list, ...shown.map(toolCard));
     count.textContent =
-      shown.length === tools.size ? `${tools.size} tools` : `${shown.length} of ${tools.size} tools shown`;
+      shown.length === tools.size
+        ? counted(tools.size, "tool")
+        : `${shown.length} of ${counted(tools.size, "tool")} shown`;
   };
   namespace.addEventListener("change", render);
   text.addEventListener("input", render);
