@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     healthPort: config.healthPort,
     corsOrigins: config.corsOrigins,
     store: config.store,
+    sharedRuns: { leaseMs: config.replicaLeaseMs },
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
