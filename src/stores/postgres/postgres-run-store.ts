@@ -92,7 +92,12 @@ export async function createPostgresRunStore(
    * Asks for a slot under the cluster's admission lock (see RunStore.admit). Counts exclude the run
    * itself, so asking again is harmless.
    */
-  const admitIn = async (client: pg.PoolClient, id: string, toolName: string, slot: SlotRequest): Promise<SlotOutcome> => {
+  const admitIn = async (
+    client: pg.PoolClient,
+    id: string,
+    toolName: string,
+    slot: SlotRequest,
+  ): Promise<SlotOutcome> => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
     // One statement counts and decides (a new snapshot, taken after the lock).
     const { rows } = await client.query<{ decided: "held" | "waiting" | "full"; waiting: string }>(
