@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
-    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n` +
+    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  console:         ${server.httpUrl}/console/\n  tools:           ${names}\n` +
       (server.healthUrl === undefined ? "" : `  health:          ${server.healthUrl}\n`) +
       `  store:           ${server.runtime.stores.description}\n` +
       (config.identities.length === 0
