@@ -34,8 +34,11 @@ const { values: flags } = parseArgs({
     rounds: { type: "string", default: "3" },
     "measure-s": { type: "string", default: "5" },
     "baseline-main": { type: "string" },
+    // Only the in-memory store against the baseline build: what the ports cost, with more rounds.
+    "memory-only": { type: "boolean", default: false },
   },
 });
+const memoryOnly = flags["memory-only"] ?? false;
 const rounds = Number(flags.rounds);
 const measureS = Number(flags["measure-s"]);
 
@@ -132,21 +135,33 @@ async function main(): Promise<void> {
       const memoryRun = await measureExecute(memory, workDir).finally(() => stopAll([memory]));
       record("memory calls/s", memoryRun.rate);
       record("memory CPU ms/call", memoryRun.cpuMs);
-      const store = await postgres.createDatabase(`bench${round}`);
-      const shared = await startMainProcess(["--store", store]);
-      const sharedRun = await measureExecute(shared, workDir).finally(() => stopAll([shared]));
-      record("postgres calls/s", sharedRun.rate);
-      record("postgres CPU ms/call", sharedRun.cpuMs);
+      if (!memoryOnly) {
+        const store = await postgres.createDatabase(`bench${round}`);
+        const shared = await startMainProcess(["--store", store]);
+        const sharedRun = await measureExecute(shared, workDir).finally(() => stopAll([shared]));
+        record("postgres calls/s", sharedRun.rate);
+        record("postgres CPU ms/call", sharedRun.cpuMs);
+      }
       if (flags["baseline-main"]) {
         const baseline = await startMainProcess([], { command: [process.execPath, flags["baseline-main"]] });
         const baselineRun = await measureExecute(baseline, workDir).finally(() => stopAll([baseline]));
         record("baseline calls/s", baselineRun.rate);
         record("baseline CPU ms/call", baselineRun.cpuMs);
       }
-      log(`round ${round}: memory ${fixed(memoryRun.rate, 0)}/s, postgres ${fixed(sharedRun.rate, 0)}/s`);
+      const latest = (name: string): string => fixed(results[name]?.at(-1) ?? Number.NaN, 0);
+      log(
+        `round ${round}: memory ${latest("memory calls/s")}/s, postgres ${latest("postgres calls/s")}/s, baseline ${latest("baseline calls/s")}/s`,
+      );
     }
 
     // Cross-replica provider runs and claims: four replicas on one database.
+    if (memoryOnly) {
+      const m = (name: string): number => median(results[name] ?? []);
+      log(
+        `memory ÷ baseline: calls/s ${fixed(m("memory calls/s") / m("baseline calls/s"))}, CPU per call ${fixed(m("memory CPU ms/call") / m("baseline CPU ms/call"))}`,
+      );
+      return;
+    }
     const clusterStore = await postgres.createDatabase("benchcluster");
     const replicas = await Promise.all(Array.from({ length: 4 }, () => startMainProcess(["--store", clusterStore])));
     const providers: ReadyChild[] = [];

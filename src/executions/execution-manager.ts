@@ -361,6 +361,19 @@ export class ExecutionManager {
     });
   }
 
+  /**
+   * Calls `listener` with each run from now on that a feed of every run (WatchExecutions) should
+   * show; with a shared store, other replicas' runs too. Returns the function that stops it.
+   */
+  onNewRun(listener: (record: ExecutionRecord) => void): () => void {
+    return this.store.onAdd(listener);
+  }
+
+  /** The live runs a feed of every run starts from; with a shared store, other replicas' too. */
+  liveRuns(): ExecutionRecord[] {
+    return this.store.live();
+  }
+
   /** Asks for an admission slot for a run (after its approval); a shared store admits across the cluster. */
   protected admit(_record: ExecutionRecord, toolName: string, toolLimit: number): MaybePromise<Ticket> {
     return this.admission.admit(toolName, toolLimit);

@@ -169,6 +169,21 @@ export class SharedExecutionManager extends ExecutionManager {
     return record.isMirror ? this.getRun(id) : record;
   }
 
+  override onNewRun(listener: (record: ExecutionRecord) => void): () => void {
+    const stopLocal = super.onNewRun(listener);
+    const stopMirrors = this.shared.onMirror(listener);
+    const stopFollowing = this.shared.followAll();
+    return () => {
+      stopLocal();
+      stopMirrors();
+      stopFollowing();
+    };
+  }
+
+  override liveRuns(): ExecutionRecord[] {
+    return [...super.liveRuns().filter((record) => !record.isMirror), ...this.shared.liveMirrors()];
+  }
+
   override close(): void {
     super.close();
     this.shared.close();

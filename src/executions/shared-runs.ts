@@ -46,6 +46,9 @@ export class SharedRuns {
   readonly #host: SharedRunsHost;
   readonly #flushWindowMs: number;
   readonly #mirrors = new Map<string, ExecutionRecord>();
+  /** Feeds of every run (WatchExecutions) following now: while any does, every run is mirrored. */
+  #feeds = 0;
+  readonly #mirrorListeners = new Set<(mirror: ExecutionRecord) => void>();
   readonly #refreshes = new Map<string, NextFlight>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #claiming: NextFlight;
@@ -66,7 +69,10 @@ export class SharedRuns {
       if (!this.#closed) host.logger?.warn({ err: error }, `shared runs: ${what} failed; retrying`);
     };
     this.store.onRunChange((id) => {
-      if (id !== "" && this.#mirrors.get(id)?.isLive) this.#refresh(id).catch(report("refresh"));
+      if (id === "") return;
+      const mirror = this.#mirrors.get(id);
+      const unseen = !mirror && this.#feeds > 0 && !host.ownedRecord(id);
+      if (mirror?.isLive || unseen) this.#refresh(id).catch(report("refresh"));
     });
     this.store.onClaimable(() => void this.#claiming.run().catch(report("claim")));
     this.store.onControl(() => void this.#controlling.run().catch(report("control")));
@@ -160,6 +166,41 @@ export class SharedRuns {
     };
   }
 
+  /**
+   * Mirrors every run of the cluster while the returned function is not called: the live ones now,
+   * and each new one as its owner first writes it, each told to the listeners of {@link onMirror}.
+   */
+  followAll(): () => void {
+    this.#feeds += 1;
+    void this.#mirrorLive().catch((error: unknown) =>
+      this.#host.logger?.warn({ err: error }, "shared runs: live runs not mirrored"),
+    );
+    let followed = true;
+    return () => {
+      if (followed) this.#feeds -= 1;
+      followed = false;
+    };
+  }
+
+  /** Calls `listener` with each mirror made from now on, until the returned function is called. */
+  onMirror(listener: (mirror: ExecutionRecord) => void): () => void {
+    this.#mirrorListeners.add(listener);
+    return () => this.#mirrorListeners.delete(listener);
+  }
+
+  /** The live mirrors kept now. */
+  liveMirrors(): ExecutionRecord[] {
+    return [...this.#mirrors.values()].filter((mirror) => mirror.isLive);
+  }
+
+  async #mirrorLive(): Promise<void> {
+    const recent = await this.store.list({ toolName: "", state: 0, beforeOrdinal: Number.POSITIVE_INFINITY, limit: 1000 });
+    for (const run of recent) {
+      const live = run.execution.result === undefined;
+      if (live && !this.#mirrors.has(run.id) && !this.#host.ownedRecord(run.id)) await this.#refresh(run.id);
+    }
+  }
+
   /** A record for a listing: a mirror when one is kept, else one made from the stored run. */
   listed(run: StoredRun): ExecutionRecord {
     return this.#mirrors.get(run.id) ?? this.#newMirror(run);
@@ -224,6 +265,7 @@ export class SharedRuns {
       }
     }
     this.#mirrors.set(mirror.id, mirror);
+    for (const listener of this.#mirrorListeners) listener(mirror);
     return mirror;
   }
 

@@ -57,7 +57,7 @@ export async function* followExecutions(
     if (!options.include(record)) return;
     void follow(record);
   };
-  const stopAdding = executions.store.onAdd((record) => {
+  const stopAdding = executions.onNewRun((record) => {
     if (!options.include(record)) return;
     notify(record);
     void follow(record);
@@ -65,7 +65,7 @@ export async function* followExecutions(
   const onAbort = (): void => wake?.();
   signal.addEventListener("abort", onAbort);
   try {
-    for (const record of executions.store.live()) start(record);
+    for (const record of executions.liveRuns()) start(record);
     yield { kind: "caughtUp" };
     while (!signal.aborted) {
       if (pending.length === 0) {

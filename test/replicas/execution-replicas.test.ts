@@ -104,6 +104,42 @@ describe("Replicas on one PostgreSQL store: executions", function () {
     expect(all.map((event) => Number(event.sequence))).to.deep.equal(all.map((_, index) => index + 1));
   });
 
+  it("follows every replica's runs in a WatchExecutions on another replica", async () => {
+    const [a, , c] = clients as [Clients, Clients, Clients];
+    const abort = new AbortController();
+    const seen: { id: string; state: ExecutionState }[] = [];
+    let caughtUp: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => (caughtUp = resolve));
+    let id = "";
+    let ended: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => (ended = resolve));
+    const feed = (async () => {
+      try {
+        for await (const message of c.executions.watchExecutions(
+          { toolName: "replica.idempotent" },
+          { signal: abort.signal },
+        )) {
+          if (message.caughtUp) caughtUp();
+          const execution = message.execution;
+          if (!execution) continue;
+          seen.push({ id: execution.executionId, state: execution.state });
+          if (execution.executionId === id && execution.state === ExecutionState.SUCCEEDED) ended();
+        }
+      } catch {
+        // ended by the test
+      }
+    })();
+    await ready;
+    const started = await a.executions.startExecution({ toolName: "replica.idempotent", inputs: { ms: 300 } });
+    id = started.execution!.executionId;
+    await finished;
+    abort.abort();
+    await feed;
+    const states = seen.filter((each) => each.id === id).map((each) => each.state);
+    expect(states.at(-1)).to.equal(ExecutionState.SUCCEEDED);
+    expect(states).to.include(ExecutionState.RUNNING);
+  });
+
   it("decides an approval once when two replicas decide at the same time", async () => {
     const [a, b, c] = clients as [Clients, Clients, Clients];
     const started = await a.executions.startExecution({ toolName: "replica.approval", inputs: { n: 1 } });

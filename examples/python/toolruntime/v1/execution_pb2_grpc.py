@@ -109,9 +109,8 @@ class ExecutionServiceServicer(object):
         `caught_up` set once the stream follows every run (list with ListExecutions after it and miss
         nothing), then a run's record each time a run starts, changes state, starts an attempt or ends.
         While nothing happens, an empty message (a heartbeat) every heartbeat interval
-        (GetCapabilities). With runs shared by replicas in PostgreSQL, only the runs this replica
-        executes are followed (ListExecutions lists them all). Errors (before the first message):
-        INVALID_ARGUMENT (tool name).
+        (GetCapabilities). With runs shared by replicas in PostgreSQL, every replica's runs are
+        followed. Errors (before the first message): INVALID_ARGUMENT (tool name).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
