@@ -194,7 +194,12 @@ export class SharedRuns {
   }
 
   async #mirrorLive(): Promise<void> {
-    const recent = await this.store.list({ toolName: "", state: 0, beforeOrdinal: Number.POSITIVE_INFINITY, limit: 1000 });
+    const recent = await this.store.list({
+      toolName: "",
+      state: 0,
+      beforeOrdinal: Number.POSITIVE_INFINITY,
+      limit: 1000,
+    });
     for (const run of recent) {
       const live = run.execution.result === undefined;
       if (live && !this.#mirrors.has(run.id) && !this.#host.ownedRecord(run.id)) await this.#refresh(run.id);
