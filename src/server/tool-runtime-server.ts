@@ -26,6 +26,7 @@ import { withCallLimit } from "./http-call-limit.js";
 import { withOperationalEndpoints } from "./http-endpoints.js";
 import { listenHttp, type HttpListener, type NodeRequestHandler } from "./http-listener.js";
 import { createMcpEndpoint } from "./mcp/mcp-endpoint.js";
+import { startMcpImports, type McpImportOptions } from "../mcp/import/start-mcp-imports.js";
 import { createMetricsGate } from "./metrics-access.js";
 import { peerCertificateOf } from "./peer-certificate.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
@@ -74,7 +75,7 @@ export interface ServerOptions extends OpenToolRuntimeOptions {
   readonly mcp?: {
     /** Tools per tools/list page. Default 100. */
     readonly pageSize?: number;
-  };
+  } & Partial<McpImportOptions>;
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
   /** Logger for audit records of executions. Default: the main logger. */
@@ -256,6 +257,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await tracing.shutdown();
     throw error;
   }
+  // MCP servers to import connect in the background: one that is down does not hold the start.
+  const mcpImports = startMcpImports(runtime.stores.tools, { servers: [], ...options.mcp }, logger);
   // Ready while the store answers: a replica whose database went away reports NOT_SERVING, so a
   // load balancer sends its calls elsewhere, and SERVING again once the database is back.
   if (runtime.stores.available()) health.serving();
@@ -293,6 +296,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       await healthListener?.close();
       shutdown.abort(reason);
       runtime.executions.cancelAll(reason.rawMessage);
+      await mcpImports.close();
       await runtime.closeStores();
       await tracing.shutdown();
     },
