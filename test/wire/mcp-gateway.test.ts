@@ -303,6 +303,94 @@ describe("MCP gateway (/mcp)", () => {
   }
 });
 
+describe("MCP gateway without a client library", () => {
+  let server: RunningServer;
+  let url: URL;
+  before(async () => {
+    server = await startTestServer({ corsOrigins: ["http://app.example"] });
+    url = new URL(`${server.httpUrl}/mcp`);
+  });
+  after(() => server.close(0));
+
+  const post = (body: unknown, signal?: AbortSignal) =>
+    fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
+
+  it("cancels the run when a 2025-era client drops its tools/call request", async () => {
+    const controller = new AbortController();
+    const waiting = new Promise<string>((resolve) => testToolEvents.once("waiting", resolve));
+    const aborted = new Promise<string>((resolve) => testToolEvents.once("aborted", resolve));
+    const response = post(
+      { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "test.wait_for_cancel", arguments: {} } },
+      controller.signal,
+    );
+    response.catch(() => undefined);
+    const executionId = await waiting;
+    controller.abort();
+    expect(await aborted).to.equal(executionId);
+    const result = await server.runtime.executions.get(executionId).done;
+    expect(result.error?.errorType).to.equal("CancelledError");
+  });
+
+  it("hands out a session id at initialize, and none otherwise", async () => {
+    const initialize = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    });
+    expect(initialize.status).to.equal(200);
+    expect(initialize.headers.get("mcp-session-id")).to.match(/^[0-9a-f-]{36}$/);
+    const list = await post({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} });
+    expect(list.status).to.equal(200);
+    expect(list.headers.get("mcp-session-id")).to.equal(null);
+  });
+
+  it("answers other methods than GET and POST with 405", async () => {
+    const response = await fetch(url, { method: "DELETE" });
+    expect(response.status).to.equal(405);
+    expect(response.headers.get("allow")).to.equal("GET, POST");
+  });
+
+  it("answers the preflight of an allowed origin with MCP's headers", async () => {
+    const response = await fetch(url, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type, mcp-protocol-version, authorization",
+      },
+    });
+    expect(response.status).to.equal(204);
+    expect(response.headers.get("access-control-allow-origin")).to.equal("http://app.example");
+    const allowed = (response.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(/,\s*/);
+    expect(allowed).to.include.members(["content-type", "mcp-protocol-version", "mcp-session-id", "authorization"]);
+  });
+
+  it("gives another origin no CORS headers", async () => {
+    const response = await post({ jsonrpc: "2.0", id: 3, method: "tools/list", params: {} });
+    expect(response.headers.get("access-control-allow-origin")).to.equal(null);
+    const fromOther = await fetch(url, {
+      method: "POST",
+      headers: {
+        origin: "http://other.example",
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/list", params: {} }),
+    });
+    expect(fromOther.headers.get("access-control-allow-origin")).to.equal(null);
+  });
+});
+
 describe("MCP gateway authentication", () => {
   const tokens = { reader: "reader-token-0123456789", admin: "admin-token-0123456789" };
   const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
