@@ -354,6 +354,21 @@ describe("MCP gateway without a client library", () => {
     expect(list.headers.get("mcp-session-id")).to.equal(null);
   });
 
+  it("answers a body over the message limit with 413 before the SDK sees it", async () => {
+    const response = await post({
+      jsonrpc: "2.0",
+      id: 9,
+      method: "tools/list",
+      params: { pad: "x".repeat(5 * 1024 * 1024) },
+    });
+    expect(response.status).to.equal(413);
+    expect(await response.json()).to.deep.equal({
+      jsonrpc: "2.0",
+      error: { code: -32000, message: "the request body is larger than 4194304 bytes: send a smaller message" },
+      id: null,
+    });
+  });
+
   it("answers other methods than GET and POST with 405", async () => {
     const response = await fetch(url, { method: "DELETE" });
     expect(response.status).to.equal(405);
@@ -388,6 +403,20 @@ describe("MCP gateway without a client library", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/list", params: {} }),
     });
     expect(fromOther.headers.get("access-control-allow-origin")).to.equal(null);
+  });
+});
+
+describe("MCP gateway shutdown", () => {
+  it("ends the list_changed streams at once, so they do not hold the port's drain", async () => {
+    const server = await startTestServer();
+    const client = await connectMcpClient("v1 sdk", new URL(`${server.httpUrl}/mcp`));
+    await client.listening;
+    const graceMs = 10_000;
+    const startedAt = performance.now();
+    await server.close(graceMs);
+    // With the stream left open, close() would wait for the whole grace period.
+    expect(performance.now() - startedAt).to.be.below(graceMs / 2);
+    await client.close();
   });
 });
 

@@ -86,7 +86,11 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       });
     }
     const body = await readJsonBody(request, options.maxBodyBytes);
-    if (body.kind === "too_large") return answer(response, 413, body.message, { connection: "close" });
+    if (body.kind === "too_large") {
+      // The rest of an HTTP/1.1 body is unread, so the connection cannot carry another request
+      // (HTTP/2 refuses connection headers: its stream simply ends).
+      return answer(response, 413, body.message, request.httpVersionMajor === 1 ? { connection: "close" } : {});
+    }
     const sessionId = headerValue(request.headers[sessionIdHeader]);
     const message = body.kind === "json" ? (body.value as { method?: unknown; params?: unknown }) : undefined;
     if (message?.method === "notifications/cancelled") {
