@@ -1,14 +1,16 @@
 // Makes sure what the test suite needs beyond npm is present: Debian's python3-grpcio and
 // python3-grpc-tools for the Python client tests, pip, setuptools and venv for the test that
 // installs the Python provider library, Debian's chromium for the browser tests (driven by
-// playwright-core, which downloads no browser), and Debian's postgresql for the store tests (which
-// start their own private server with initdb and pg_ctl on a free port, never a running one). Installs what is missing with apt-get when running
-// as root; otherwise names the missing packages and exits non-zero.
+// playwright-core, which downloads no browser), and Debian's postgresql for the tests that start their
+// own private PostgreSQL server (test/support/postgres-server.ts; never the system's on port 5432,
+// which installing the package may start). Installs what is missing with apt-get when running as
+// root; otherwise names the missing packages and exits non-zero.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 
 const python = "/usr/bin/python3";
 const chromium = "/usr/bin/chromium";
+const postgresRoot = "/usr/lib/postgresql";
 
 const needs = [
   {
@@ -20,16 +22,16 @@ const needs = [
       0,
   },
   {
-    packages: ["postgresql"],
-    why: "the store tests need PostgreSQL's initdb and pg_ctl (in /usr/lib/postgresql/*/bin)",
-    present: () =>
-      existsSync("/usr/lib/postgresql") &&
-      readdirSync("/usr/lib/postgresql").some((major) => existsSync(`/usr/lib/postgresql/${major}/bin/initdb`)),
-  },
-  {
     packages: ["chromium"],
     why: `the browser tests need ${chromium}`,
     present: () => existsSync(chromium),
+  },
+  {
+    packages: ["postgresql"],
+    why: `the tests start a private PostgreSQL server with ${postgresRoot}/<major>/bin/initdb and pg_ctl`,
+    present: () =>
+      existsSync(postgresRoot) &&
+      readdirSync(postgresRoot).some((major) => existsSync(`${postgresRoot}/${major}/bin/initdb`)),
   },
 ];
 

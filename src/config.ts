@@ -39,6 +39,8 @@ export interface ServerConfig {
   readonly healthPort: number | undefined;
   /** URL of the shared store (PostgreSQL); undefined for the in-memory stores. */
   readonly store: string | undefined;
+  /** With a shared store: a replica's lease, in milliseconds. */
+  readonly replicaLeaseMs: number;
   readonly corsOrigins: readonly string[];
   /** Tools per page of tools/list at /mcp. */
   readonly mcpPageSize: number;
@@ -331,6 +333,15 @@ const options: readonly OptionSpec[] = [
     kind: "string",
     fallback: undefined,
     text: "postgres://user:password@host:port/database holding registries and activations, shared by every replica on it; default: in memory",
+  },
+  {
+    key: "replicaLeaseMs",
+    flag: "replica-lease-ms",
+    kind: "integer",
+    fallback: 10_000,
+    min: 500,
+    max: 600_000,
+    text: "with --store: how long a replica's lease lasts; the runs of a replica silent for longer are taken over by the others",
   },
   {
     key: "corsOrigins",
@@ -655,6 +666,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     allowSelfApproval: get("allowSelfApproval") as boolean,
     healthPort: get("healthPort") as number | undefined,
     store: checkStoreUrl(get("store") as string | undefined),
+    replicaLeaseMs: get("replicaLeaseMs") as number,
     corsOrigins,
     mcpPageSize: get("mcpPageSize") as number,
     mcpServers,

@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     healthPort: config.healthPort,
     corsOrigins: config.corsOrigins,
     store: config.store,
+    sharedRuns: { leaseMs: config.replicaLeaseMs },
     mcp: {
       pageSize: config.mcpPageSize,
       servers: config.mcpServers,

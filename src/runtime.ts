@@ -1,9 +1,12 @@
 import { ExecutionManager, type ExecutionManagerOptions } from "./executions/execution-manager.js";
+import { SharedExecutionManager } from "./executions/shared-execution-manager.js";
+import type { SharedRunsOptions } from "./executions/shared-runs.js";
 import { ProviderHub, type ProviderHubOptions } from "./providers/provider-hub.js";
 import { defaultRegistryName, RegistrySet, type RegistrySetOptions } from "./registry/registry-set.js";
 import { RunnerSet, type RunnerSetOptions } from "./runner/runner-set.js";
 import { createMemoryStoreSet } from "./stores/memory/memory-store-set.js";
-import { openPostgresStoreSet, type PostgresStoreOptions } from "./stores/postgres/postgres-store-set.js";
+import type { PostgresStoreOptions } from "./stores/postgres/postgres-options.js";
+import { openPostgresStoreSet } from "./stores/postgres/postgres-store-set.js";
 import type { StoreSet } from "./stores/store-set.js";
 import type { DefinedTool } from "./tools/define-tool.js";
 
@@ -21,6 +24,8 @@ export interface ToolRuntimeOptions {
   readonly executions?: ExecutionManagerOptions;
   /** Heartbeat and failure timing of tool providers. */
   readonly providers?: ProviderHubOptions;
+  /** With a shared store: lease, flush window and poll interval of shared runs. */
+  readonly sharedRuns?: Omit<SharedRunsOptions, "store">;
 }
 
 /** Options of {@link openToolRuntime}: those of {@link createToolRuntime}, and where state lives. */
@@ -74,6 +79,7 @@ export async function openToolRuntime(options: OpenToolRuntimeOptions = {}): Pro
   const runners = new RunnerSet(registries.default, options.runners);
   const stores = await openPostgresStoreSet(options.store, registries, runners, {
     ...options.postgres,
+    ...(options.sharedRuns?.leaseMs === undefined ? {} : { leaseMs: options.sharedRuns.leaseMs }),
     ...(options.registries?.maxTools === undefined ? {} : { maxTools: options.registries.maxTools }),
     ...(options.registries?.maxRegistries === undefined ? {} : { maxRegistries: options.registries.maxRegistries }),
   });
@@ -99,7 +105,18 @@ function assemble(
   stores: StoreSet,
 ): ToolRuntime {
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
-  const executions = new ExecutionManager({ heartbeatIntervalMs, ...options.executions });
+  const managerOptions = { heartbeatIntervalMs, ...options.executions };
+  const executions = stores.runs
+    ? new SharedExecutionManager(
+        managerOptions,
+        { store: stores.runs, ...options.sharedRuns },
+        {
+          runnerFor: (lifecycle, runnerName) =>
+            lifecycle === "execute" ? runners.get(runnerName) : runners.createPrivate(),
+          claimableTools: () => registries.default.handledNames(),
+        },
+      )
+    : new ExecutionManager(managerOptions);
   const close = (): void => {
     runners.close();
     executions.close();

@@ -76,6 +76,12 @@ export const ErrorType = {
   ApprovalRejected: "ApprovalRejectedError",
   /** No one approved the run in time (a failed result). */
   ApprovalTimeout: "ApprovalTimeoutError",
+  /**
+   * The replica that owned the run stopped (crashed, or was cut off past its lease) while the run's
+   * tool, neither idempotent nor read_only, may have been executing: it is never run twice, so the
+   * run fails (a failed result).
+   */
+  ReplicaLost: "ReplicaLostError",
   /** A bug in the server; the details are logged, never sent. */
   Internal: "InternalError",
 } as const;

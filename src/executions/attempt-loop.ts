@@ -37,6 +37,14 @@ export interface AttemptLoopOptions {
    * final record follow. Its `metadata.checkpoint` says `rollback_pending`.
    */
   readonly onEarlyOutcome?: ((result: ToolResult) => void) | undefined;
+  /** The first attempt's number: above 1 for a run taken over from a lost replica. Default 1. */
+  readonly firstAttempt?: number | undefined;
+  /**
+   * Awaited after an attempt is recorded as started and before its handler is called: with a
+   * shared store, the start is then durable, so a replica lost mid-attempt is known to have started
+   * it (and a tool that is not idempotent is never run again). Rejects when it cannot be made so.
+   */
+  readonly beforeHandler?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -65,7 +73,10 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
       },
     });
   let result: ToolResult | undefined;
-  for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
+  const firstAttempt = options.firstAttempt ?? 1;
+  // A run taken over from a lost replica gets its one new attempt whatever its policy says.
+  const maxAttempts = Math.max(retry.maxAttempts, firstAttempt);
+  for (let attempt = firstAttempt; attempt <= maxAttempts; attempt++) {
     record.attempts = attempt;
     let checkpoint: { value: unknown } | undefined;
     if (hooks) {
@@ -85,6 +96,20 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
       }
     }
     record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
+    if (options.beforeHandler) {
+      try {
+        await options.beforeHandler();
+      } catch (error) {
+        result = failed(
+          name,
+          ErrorType.Unavailable,
+          `attempt ${attempt} of ${quote(name)} did not start: ${error instanceof Error ? error.message : String(error)}`,
+          0,
+          {},
+        );
+        break;
+      }
+    }
     // Set by the runner once the handler was called (a closure, so an object rather than a variable).
     const handler: { settled?: Promise<void> } = {};
     result = await options.runner.run(prepared, options.inputs, {
@@ -111,8 +136,7 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
       },
     });
     const errorType = result.error?.errorType ?? "";
-    const retrying =
-      !result.success && !signal.aborted && attempt < retry.maxAttempts && !retry.nonRetryable.has(errorType);
+    const retrying = !result.success && !signal.aborted && attempt < maxAttempts && !retry.nonRetryable.has(errorType);
     const rollingBack = !result.success && checkpoint !== undefined;
 
     let stopped = true;

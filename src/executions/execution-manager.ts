@@ -4,15 +4,16 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { ExecutionState, type ExecutionOptions } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
-import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ToolResultSchema, type ToolResult, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, invalidRequest, ToolRuntimeError, type ErrorTypeName } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 import { failed } from "../runner/run-outcome.js";
+import type { RegisteredTool } from "../registry/tool-definition.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
 import { defaultStopGraceMs, runAttempts } from "./attempt-loop.js";
 import { checkExecutionDurations } from "./check-execution-durations.js";
-import { ExecutionRecord, type EventLimits } from "./execution-record.js";
+import { ExecutionRecord, type Decision, type EventLimits } from "./execution-record.js";
 import { ExecutionStore, type ListExecutionsQuery, type RetentionOptions } from "./execution-store.js";
 import { inputsDigest } from "./inputs-digest.js";
 import { resolveRetryPolicy, type ResolvedRetryPolicy } from "./retry-policy.js";
@@ -56,6 +57,49 @@ export interface StartRequest {
   readonly traceParent?: string | undefined;
 }
 
+/** A started run, or the earlier run its idempotency key named. */
+export interface StartOutcome {
+  readonly record: ExecutionRecord;
+  readonly deduplicated: boolean;
+}
+
+/** Where a run taken over by this replica continues (see ExecutionManager.drive). */
+export interface ResumePoint {
+  /** Its DISCOVERED (and ACTIVATED) events are already recorded. */
+  readonly discovered: boolean;
+  /** It was approved already. */
+  readonly approved: boolean;
+  /** The number of its next attempt. */
+  readonly firstAttempt: number;
+}
+
+/** A run that passed the checks before its start; `prepared` is undefined when another replica must run it. */
+export interface CheckedStart {
+  readonly prepared: PreparedRun | undefined;
+  readonly spec: ToolSpec;
+  readonly retry: ResolvedRetryPolicy;
+  readonly key: string;
+}
+
+/** INVALID_ARGUMENT when an idempotency key is reused with other inputs than its run's. */
+export function checkSameInputs(
+  earlierDigest: string,
+  earlierId: string,
+  request: StartRequest,
+  key: string,
+  name: string,
+): void {
+  if (earlierDigest !== inputsDigest(request.inputs)) {
+    throw invalidRequest(
+      `idempotency_key ${quote(key)} was used for run ${quote(earlierId)} of ${quote(name)} with other inputs: use a new key for new inputs`,
+      name,
+    );
+  }
+}
+
+/** A value, or a promise of it. */
+export type MaybePromise<T> = T | Promise<T>;
+
 /** The defaults and limits a manager applies, as GetCapabilities reports them. */
 export interface ExecutionLimits {
   readonly maxConcurrentRuns: number;
@@ -82,8 +126,8 @@ export class ExecutionManager {
   readonly admission: Admission;
   readonly store: ExecutionStore;
   readonly limits: ExecutionLimits;
-  readonly #eventLimits: EventLimits;
-  readonly #logger: Logger | undefined;
+  protected readonly eventLimits: EventLimits;
+  protected readonly logger: Logger | undefined;
   readonly #stopGraceMs: number;
   readonly #sweeper: NodeJS.Timeout;
   #ordinal = 0;
@@ -91,8 +135,8 @@ export class ExecutionManager {
   constructor(options: ExecutionManagerOptions = {}) {
     this.admission = new Admission(options);
     this.store = new ExecutionStore(options);
-    this.#eventLimits = options.eventLimits ?? { maxEvents: 10_000, maxBytes: 1024 * 1024 };
-    this.#logger = options.logger;
+    this.eventLimits = options.eventLimits ?? { maxEvents: 10_000, maxBytes: 1024 * 1024 };
+    this.logger = options.logger;
     this.#stopGraceMs = options.stopGraceMs ?? defaultStopGraceMs;
     this.limits = {
       maxConcurrentRuns: this.admission.maxConcurrent,
@@ -113,18 +157,93 @@ export class ExecutionManager {
   }
 
   /**
+   * Starts a run: {@link start} here; with a shared store, once the run is stored (see
+   * SharedExecutionManager). The services call this, so they serve either.
+   */
+  startRun(request: StartRequest): MaybePromise<StartOutcome> {
+    return this.start(request);
+  }
+
+  /** The record of that id (see {@link get}); with a shared store, from any replica. */
+  getRun(id: string): MaybePromise<ExecutionRecord> {
+    return this.get(id);
+  }
+
+  /** A page of records (see {@link list}); with a shared store, every replica's. */
+  listRuns(query: ListExecutionsQuery): MaybePromise<{ records: ExecutionRecord[]; nextPageToken: string }> {
+    return this.list(query);
+  }
+
+  /** Cancels a run (see {@link cancel}); with a shared store, through whichever replica owns it. */
+  cancelRun(id: string, reason: string | Error): MaybePromise<ExecutionRecord> {
+    return this.cancel(id, reason);
+  }
+
+  /** Decides a run awaiting approval (see {@link decide}); with a shared store, once across replicas. */
+  decideRun(
+    id: string,
+    approved: boolean,
+    inputsDigest: string,
+    decidedBy: string,
+    comment: string,
+  ): MaybePromise<ExecutionRecord> {
+    return this.decide(id, approved, inputsDigest, decidedBy, comment);
+  }
+
+  /**
    * Starts a run and returns its record at once. Throws, before anything starts: INVALID_ARGUMENT,
    * NOT_FOUND, FAILED_PRECONDITION (not active, no handler, unsafe without acknowledgement) and
    * RESOURCE_EXHAUSTED (queue full). A matching idempotency key returns the earlier run instead.
    */
-  start(request: StartRequest): { record: ExecutionRecord; deduplicated: boolean } {
+  start(request: StartRequest): StartOutcome {
+    const { prepared, spec, retry, key } = this.checkStart(request, false);
+    const name = spec.name;
+    if (key !== "") {
+      const earlier = this.store.findByIdempotencyKey(request.caller, name, key);
+      if (earlier) {
+        checkSameInputs(earlier.inputsDigest, earlier.id, request, key, name);
+        return { record: earlier, deduplicated: true };
+      }
+    }
+    const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
+    // Without approval, admission is decided now, so a full queue is the caller's status code.
+    const ticket = needsApproval ? undefined : this.admission.admit(name, spec.maxConcurrency);
+    const record = new ExecutionRecord({
+      id: randomUUID(),
+      ordinal: this.nextOrdinal(),
+      toolName: name,
+      runnerName: request.runner.name,
+      caller: request.caller,
+      inputs: request.inputs,
+      writes: spec.capabilities?.writes ?? false,
+      idempotencyKey: key,
+      eventLimits: this.eventLimits,
+    });
+    this.store.add(record);
+    this.launch(record, request, prepared as PreparedRun, retry, ticket);
+    return { record, deduplicated: false };
+  }
+
+  /**
+   * Prepares a run and checks everything that must hold before it starts (see {@link start} for
+   * the codes). With `allowRemote`, a tool whose handler is on another replica passes without a
+   * prepared run.
+   */
+  protected checkStart(request: StartRequest, allowRemote: boolean): CheckedStart {
     const options = request.options;
-    const prepared = request.runner.prepare(
-      request.toolName,
-      { timeoutMs: request.timeoutMs, deadlineMs: request.deadlineMs },
-      request.requireActive,
-    );
-    const spec = prepared.tool.spec;
+    let prepared: PreparedRun | undefined;
+    try {
+      prepared = request.runner.prepare(
+        request.toolName,
+        { timeoutMs: request.timeoutMs, deadlineMs: request.deadlineMs },
+        request.requireActive,
+      );
+    } catch (error) {
+      const remote = request.runner.registry.get(request.toolName)?.spec.hasHandler === true;
+      const missing = error instanceof ToolRuntimeError && error.errorType === ErrorType.HandlerMissing;
+      if (!(allowRemote && remote && missing)) throw error;
+    }
+    const spec = prepared?.tool.spec ?? (request.runner.registry.get(request.toolName) as RegisteredTool).spec;
     const name = spec.name;
     checkExecutionDurations(options, name);
     if (spec.capabilities?.unsafe && !options?.acknowledgeUnsafe) {
@@ -143,38 +262,7 @@ export class ExecutionManager {
         name,
       );
     }
-    if (key !== "") {
-      const earlier = this.store.findByIdempotencyKey(request.caller, name, key);
-      if (earlier) {
-        if (earlier.inputsDigest !== inputsDigest(request.inputs)) {
-          throw invalidRequest(
-            `idempotency_key ${quote(key)} was used for run ${quote(earlier.id)} of ${quote(name)} with other inputs: use a new key for new inputs`,
-            name,
-          );
-        }
-        return { record: earlier, deduplicated: true };
-      }
-    }
-    const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
-    // Without approval, admission is decided now, so a full queue is the caller's status code.
-    const ticket = needsApproval ? undefined : this.admission.admit(name, spec.maxConcurrency);
-    const record = new ExecutionRecord({
-      id: randomUUID(),
-      ordinal: ++this.#ordinal,
-      toolName: name,
-      runnerName: request.runner.name,
-      caller: request.caller,
-      inputs: request.inputs,
-      writes: spec.capabilities?.writes ?? false,
-      idempotencyKey: key,
-      eventLimits: this.#eventLimits,
-    });
-    this.store.add(record);
-    void this.#drive(record, request, prepared, retry, ticket).catch((error: unknown) => {
-      this.#logger?.error({ err: error, executionId: record.id }, "run failed unexpectedly");
-      this.#finish(record, request, failed(name, ErrorType.Internal, "internal error: see the server log", 0, {}));
-    });
-    return { record, deduplicated: false };
+    return { prepared, spec, retry, key };
   }
 
   /** The record of that id. Throws NOT_FOUND when unknown or evicted. */
@@ -203,14 +291,7 @@ export class ExecutionManager {
    */
   cancel(id: string, reason: string | Error): ExecutionRecord {
     const record = this.get(id);
-    if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
-      throw new ToolRuntimeError(
-        "FAILED_PRECONDITION",
-        ErrorType.ExecutionFinished,
-        `execution ${quote(id)} already finished (${ExecutionState[record.state]}): there is nothing to cancel`,
-        record.init.toolName,
-      );
-    }
+    checkCancellable(record);
     if (record.isLive && !record.cancellation.signal.aborted) {
       record.cancellation.abort(typeof reason === "string" ? new Error(reason) : reason);
     }
@@ -223,26 +304,9 @@ export class ExecutionManager {
    */
   decide(id: string, approved: boolean, inputsDigest: string, decidedBy: string, comment: string): ExecutionRecord {
     const record = this.get(id);
-    if (inputsDigest !== record.inputsDigest) {
-      throw invalidRequest(
-        `inputs_digest does not match execution ${quote(id)}: a decision is bound to the inputs shown in its AWAITING_APPROVAL event`,
-        record.init.toolName,
-      );
-    }
-    const taken = record.decide({
-      approved,
-      decidedBy,
-      comment: comment.slice(0, maxCommentLength),
-      decidedAt: new Date(),
-    });
-    if (!taken) {
-      throw new ToolRuntimeError(
-        "FAILED_PRECONDITION",
-        ErrorType.ApprovalNotPending,
-        `execution ${quote(id)} is not awaiting approval (${ExecutionState[record.state]}${record.decision ? ", already decided" : ""})`,
-        record.init.toolName,
-      );
-    }
+    checkDigest(record, inputsDigest);
+    const taken = record.decide(newDecision(approved, decidedBy, comment));
+    if (!taken) throw approvalNotPending(record);
     return record;
   }
 
@@ -255,7 +319,12 @@ export class ExecutionManager {
     let next = Math.max(0, afterSequence);
     const stopped = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     while (!signal.aborted) {
-      while (next < record.events.length) yield record.events[next++] as RunEvent;
+      while (next < record.events.length) {
+        const event = record.events[next++] as RunEvent;
+        // With a shared store, the end is told once it is stored (a no-op in memory).
+        if (event.event.case === "completed") await record.durable();
+        yield event;
+      }
       if (!record.isLive) return;
       await Promise.race([record.changed(), stopped]);
     }
@@ -273,12 +342,56 @@ export class ExecutionManager {
     clearInterval(this.#sweeper);
   }
 
-  async #drive(
+  /** Drives a run in the background; a bug ends it as an internal error. */
+  protected launch(
+    record: ExecutionRecord,
+    request: StartRequest,
+    prepared: PreparedRun,
+    retry: ResolvedRetryPolicy,
+    ticket: Ticket | undefined,
+    resume?: ResumePoint,
+  ): void {
+    void this.drive(record, request, prepared, retry, ticket, resume).catch((error: unknown) => {
+      this.logger?.error({ err: error, executionId: record.id }, "run failed unexpectedly");
+      this.#finish(
+        record,
+        request,
+        failed(record.toolName, ErrorType.Internal, "internal error: see the server log", 0, {}),
+      );
+    });
+  }
+
+  /** Asks for an admission slot for a run (after its approval); a shared store admits across the cluster. */
+  protected admit(_record: ExecutionRecord, toolName: string, toolLimit: number): MaybePromise<Ticket> {
+    return this.admission.admit(toolName, toolLimit);
+  }
+
+  /** Records the approval timeout's decision (a shared store makes it once across replicas). */
+  protected decideByTimeout(record: ExecutionRecord, decision: Decision): void {
+    record.decide(decision);
+  }
+
+  /** Awaited before each attempt's handler is called (see AttemptLoopOptions.beforeHandler). */
+  protected beforeHandler(_record: ExecutionRecord): (() => Promise<void>) | undefined {
+    return undefined;
+  }
+
+  /** The next ordinal of a record created here. */
+  protected nextOrdinal(): number {
+    return ++this.#ordinal;
+  }
+
+  /**
+   * Takes a run through its stages to its end. `resume` continues a run this replica took over:
+   * the stages its events already show are skipped and its attempts continue from `firstAttempt`.
+   */
+  protected async drive(
     record: ExecutionRecord,
     request: StartRequest,
     prepared: PreparedRun,
     retry: ResolvedRetryPolicy,
     admitted: Ticket | undefined,
+    resume?: ResumePoint,
   ): Promise<void> {
     const spec = prepared.tool.spec;
     const name = spec.name;
@@ -293,13 +406,15 @@ export class ExecutionManager {
       this.#finish(record, request, failed(name, errorType, details, 0, { execution_id: record.id, tool_name: name }));
     let ticket = admitted;
     try {
-      record.append({ case: "discovered", value: { spec } });
+      if (!resume?.discovered) {
+        record.append({ case: "discovered", value: { spec } });
+      }
       if (privateRunner) {
         request.runner.activate(name);
-        record.append({ case: "activated", value: { toolName: name } });
+        if (!resume?.discovered) record.append({ case: "activated", value: { toolName: name } });
       }
 
-      if (spec.capabilities?.humanApprovalRequired) {
+      if (spec.capabilities?.humanApprovalRequired && !resume?.approved) {
         const timeoutMs = options?.approvalTimeoutMs || this.limits.defaultApprovalTimeoutMs;
         const decision = await this.#awaitApproval(record, timeoutMs, signal);
         if (!decision) {
@@ -319,7 +434,7 @@ export class ExecutionManager {
               );
         }
         try {
-          ticket = this.admission.admit(name, spec.maxConcurrency);
+          ticket = await this.admit(record, name, spec.maxConcurrency);
         } catch (error) {
           if (error instanceof ToolRuntimeError) return end(error.errorType, error.details);
           throw error;
@@ -355,8 +470,10 @@ export class ExecutionManager {
         traceParent: request.traceParent,
         heartbeatTimeoutMs: options?.heartbeatTimeoutMs,
         stopGraceMs: this.#stopGraceMs,
-        logger: this.#logger,
+        logger: this.logger,
         onEarlyOutcome: (early) => record.answer(this.#withRunFacts(record, early)),
+        firstAttempt: resume?.firstAttempt,
+        beforeHandler: this.beforeHandler(record),
       });
       this.#finish(record, request, result);
     } finally {
@@ -374,7 +491,8 @@ export class ExecutionManager {
       value: { inputsDigest: record.inputsDigest, expiresAt: timestampFromDate(expiresAt) },
     });
     const timer = setTimeout(
-      () => record.decide({ approved: false, decidedBy: "(timeout)", comment: "", decidedAt: new Date() }),
+      () =>
+        this.decideByTimeout(record, { approved: false, decidedBy: "(timeout)", comment: "", decidedAt: new Date() }),
       timeoutMs,
     );
     const cancelled = new Promise<undefined>((resolve) => {
@@ -421,6 +539,43 @@ export class ExecutionManager {
     };
     return create(ToolResultSchema, { ...result, metadata });
   }
+}
+
+/** FAILED_PRECONDITION ("ExecutionFinishedError") for a run that finished otherwise than cancelled. */
+export function checkCancellable(record: ExecutionRecord): void {
+  if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
+    throw new ToolRuntimeError(
+      "FAILED_PRECONDITION",
+      ErrorType.ExecutionFinished,
+      `execution ${quote(record.id)} already finished (${ExecutionState[record.state]}): there is nothing to cancel`,
+      record.init.toolName,
+    );
+  }
+}
+
+/** INVALID_ARGUMENT when a decision names other inputs than the run's. */
+export function checkDigest(record: ExecutionRecord, inputsDigest: string): void {
+  if (inputsDigest !== record.inputsDigest) {
+    throw invalidRequest(
+      `inputs_digest does not match execution ${quote(record.id)}: a decision is bound to the inputs shown in its AWAITING_APPROVAL event`,
+      record.init.toolName,
+    );
+  }
+}
+
+/** A decision made now, its comment cut to the limit. */
+export function newDecision(approved: boolean, decidedBy: string, comment: string): Decision {
+  return { approved, decidedBy, comment: comment.slice(0, maxCommentLength), decidedAt: new Date() };
+}
+
+/** FAILED_PRECONDITION ("ApprovalNotPendingError") for a run that awaits no decision. */
+export function approvalNotPending(record: ExecutionRecord): ToolRuntimeError {
+  return new ToolRuntimeError(
+    "FAILED_PRECONDITION",
+    ErrorType.ApprovalNotPending,
+    `execution ${quote(record.id)} is not awaiting approval (${ExecutionState[record.state]}${record.decision ? ", already decided" : ""})`,
+    record.init.toolName,
+  );
 }
 
 /** Waits for a slot, the queue timeout or cancellation, whichever comes first. */

@@ -1,5 +1,5 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { performance } from "node:perf_hooks";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
@@ -9,6 +9,8 @@ import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 
 /** The body of a run event: which kind, and its fields. */
 export type EventBody = NonNullable<MessageInitShape<typeof RunEventSchema>["event"]>;
+
+const resolved = Promise.resolve();
 
 /** Kinds of events that may be dropped when a run emits more than its share. */
 const droppable = new Set<EventBody["case"]>(["progress", "log", "output", "heartbeat"]);
@@ -68,6 +70,15 @@ export class ExecutionRecord {
   #settle: (result: ToolResult) => void = () => undefined;
   readonly #answered: Promise<ToolResult>;
   #answer: (result: ToolResult) => void = () => undefined;
+  /** For a mirror of a run another replica owns: the record as the store last had it. */
+  #stored: Execution | undefined;
+  /** Resolves once every change so far is in a shared store (see {@link persistWith}). */
+  #durable: (() => Promise<void>) | undefined;
+  /**
+   * Called after each change (an event, a state, the end) of a record whose changes a shared store
+   * persists; undefined otherwise, so an in-memory run pays nothing for it.
+   */
+  onChange: (() => void) | undefined;
 
   constructor(readonly init: ExecutionRecordInit) {
     this.#settled = new Promise((resolve) => (this.#settle = resolve));
@@ -90,6 +101,7 @@ export class ExecutionRecord {
 
   /** SHA-256 (hex) of the inputs' canonical JSON, computed when first needed. */
   get inputsDigest(): string {
+    if (this.#stored) return this.#stored.inputsDigest;
     this.#inputsDigest ??= inputsDigest(this.init.inputs);
     return this.#inputsDigest;
   }
@@ -149,13 +161,75 @@ export class ExecutionRecord {
     this.events.push(event);
     this.#bytes += size;
     this.#wake();
+    this.onChange?.();
     return true;
+  }
+
+  /**
+   * Makes this record's changes durable through `flush`, which resolves once every change made so
+   * far is in the store: {@link durable} then waits for it. Set by the owner of a run whose record a
+   * shared store holds.
+   */
+  persistWith(flush: () => Promise<void>, onChange: () => void): void {
+    this.#durable = flush;
+    this.onChange = onChange;
+  }
+
+  /** Resolves once every change so far is durable (at once without a shared store). */
+  durable(): Promise<void> {
+    return this.#durable?.() ?? resolved;
+  }
+
+  /**
+   * Gives a run this replica takes over the history the store holds: its events (numbered from 1)
+   * and attempts so far, so that its next events and attempt continue them.
+   */
+  restore(stored: Execution, events: readonly RunEvent[]): void {
+    for (const event of events) {
+      if (Number(event.sequence) === this.events.length + 1) this.events.push(event);
+    }
+    this.attempts = stored.attempts;
+  }
+
+  /** Whether this record mirrors a run that another replica owns (see {@link refresh}). */
+  get isMirror(): boolean {
+    return this.#stored !== undefined;
+  }
+
+  /**
+   * Brings a mirror up to date with the store: the record as stored and the events after the ones
+   * it holds (in order; ones it already holds are skipped). A stored result ends the mirror.
+   */
+  refresh(stored: Execution, events: readonly RunEvent[]): void {
+    this.#stored = stored;
+    this.state = stored.state;
+    this.attempts = stored.attempts;
+    const approval = stored.approval;
+    if (approval && !this.decision) {
+      this.decision = {
+        approved: approval.approved,
+        decidedBy: approval.decidedBy,
+        comment: approval.comment,
+        decidedAt: approval.decidedAt ? timestampDate(approval.decidedAt) : new Date(),
+      };
+    }
+    for (const event of events) {
+      if (Number(event.sequence) === this.events.length + 1) this.events.push(event);
+    }
+    if (stored.result && this.isLive && Number(stored.lastSequence) <= this.events.length) {
+      this.result = stored.result;
+      this.finishedAt = stored.finishedAt ? timestampDate(stored.finishedAt) : new Date();
+      this.#settle(stored.result);
+      this.#answer(stored.result);
+    }
+    this.#wake();
   }
 
   /** Moves to a live state, adding the time spent in the previous one to its timing. */
   setState(state: ExecutionState): void {
     this.#accountTime();
     this.state = state;
+    this.onChange?.();
   }
 
   /** Resolves when an event is appended or the run ends. */
@@ -195,6 +269,7 @@ export class ExecutionRecord {
     this.#settle(result);
     this.#answer(result);
     this.#wake();
+    this.onChange?.();
   }
 
   /**
@@ -218,6 +293,7 @@ export class ExecutionRecord {
 
   /** The record as the API shows it. */
   toProto(): Execution {
+    if (this.#stored) return create(ExecutionSchema, { ...this.#stored, lastSequence: BigInt(this.events.length) });
     const live = this.isLive && !this.#clockStopped ? performance.now() - this.#stateSince : 0;
     const timing = (state: ExecutionState, value: number): number => round(value + (this.state === state ? live : 0));
     return create(ExecutionSchema, {

@@ -146,11 +146,13 @@ function idempotencyIndex(record: ExecutionRecord): string {
 
 const tokenPrefix = "before:";
 
-function encodeToken(ordinal: number): string {
+/** The page token of a listing that continues before `ordinal` (newest first). */
+export function encodeToken(ordinal: number): string {
   return Buffer.from(`${tokenPrefix}${ordinal}`).toString("base64url");
 }
 
-function decodeToken(token: string): number {
+/** The ordinal a page token continues before; +Infinity for "". Throws INVALID_ARGUMENT. */
+export function decodeToken(token: string): number {
   if (token === "") return Number.POSITIVE_INFINITY;
   const text = token.length <= 64 ? Buffer.from(token, "base64url").toString() : "";
   const ordinal = Number(text.slice(tokenPrefix.length));

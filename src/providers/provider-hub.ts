@@ -213,7 +213,8 @@ export class ProviderHub {
       authorize(spec.name);
       const served = this.#tools.get(spec.name);
       const existing = this.registry.get(spec.name);
-      if (served ? served.providerName !== hello.providerName : existing !== undefined) {
+      // A shared store decides itself: the same provider may serve a tool through other replicas.
+      if (served ? served.providerName !== hello.providerName : existing !== undefined && !this.store.shared) {
         throw new ToolRuntimeError(
           "ALREADY_EXISTS",
           ErrorType.Registration,
@@ -242,15 +243,18 @@ export class ProviderHub {
     try {
       for (const name of registered) {
         const spec = hello.tools.find((tool) => tool.name === name) as ToolSpec;
-        await this.store.register(this.registry.name, {
-          spec: create(ToolSpecSchema, spec),
-          handler: this.#dispatcher(spec.name),
-        });
+        await this.store.registerProvided(
+          this.registry.name,
+          { spec: create(ToolSpecSchema, spec), handler: this.#dispatcher(spec.name) },
+          hello.providerName,
+        );
         done.push(name);
       }
     } catch (error) {
       for (const name of registered) this.#tools.delete(name);
-      for (const name of done) await this.store.remove(this.registry.name, name).catch(() => undefined);
+      for (const name of done) {
+        await this.store.withdrawProvided(this.registry.name, name, hello.providerName).catch(() => undefined);
+      }
       for (const served of this.#tools.values()) served.connections.delete(connection);
       throw error;
     }
@@ -442,9 +446,7 @@ export class ProviderHub {
         this.#tools.delete(name);
         // A shared store that cannot be reached keeps the tool listed; its runs then fail with a
         // ProviderError (no connection serves it) until the provider returns or it is removed.
-        void this.store
-          .remove(this.registry.name, name, { offlineProvider: served.providerName })
-          .catch(() => undefined);
+        void this.store.withdrawProvided(this.registry.name, name, served.providerName).catch(() => undefined);
       }
       // Runs waiting for a connection look again: at another one, or learn that there is none.
       for (const wake of served.waiting.splice(0)) wake();

@@ -263,6 +263,18 @@ export class ToolRegistry {
     };
   }
 
+  /** Forgets this process's handler for `name` (its provider left this process, but serves it elsewhere). */
+  detachHandler(name: string): void {
+    this.#localHandlers.delete(name);
+    const existing = this.#tools.get(name);
+    if (existing) this.#tools.set(name, { ...existing, handler: undefined, hooks: undefined });
+  }
+
+  /** Names of the tools this process has a handler for through {@link attachHandler}. */
+  handledNames(): string[] {
+    return [...this.#localHandlers.keys()];
+  }
+
   /** Gives an existing tool the handler kept for it by {@link attachHandler} (an adopted spec). */
   refreshHandler(name: string): void {
     const existing = this.#tools.get(name);

@@ -64,7 +64,8 @@ export function bindRunToCall(
   const onAbort = (): void => {
     if (!record.isLive) return;
     const end = callEndOf(context);
-    executions.cancel(
+    cancelInBackground(
+      executions,
       record.id,
       end === "deadline" ? new DeadlineExceededError() : abortReasonText(context.signal.reason, "the client went away"),
     );
@@ -72,6 +73,19 @@ export function bindRunToCall(
   if (context.signal.aborted) onAbort();
   else context.signal.addEventListener("abort", onAbort, { once: true });
   return () => context.signal.removeEventListener("abort", onAbort);
+}
+
+/**
+ * Cancels a run without waiting: locally it is at once; with a shared store the request goes
+ * through the store, and a failure there (the store unavailable) leaves the run to its timeout.
+ */
+export function cancelInBackground(executions: ExecutionManager, id: string, reason: string | Error): void {
+  try {
+    const cancelled = executions.cancelRun(id, reason);
+    if (cancelled instanceof Promise) cancelled.catch(() => undefined);
+  } catch {
+    // Finished meanwhile: nothing to cancel.
+  }
 }
 
 /**
@@ -89,6 +103,8 @@ export async function awaitForCall(
   if (owned) {
     const result = await record.answered;
     if (endedByDeadline(context, result)) throw deadlineExceeded(record, true);
+    // With a shared store, a result is answered once it is stored.
+    await record.durable();
     return result;
   }
   let onAbort: (() => void) | undefined;

@@ -2,7 +2,7 @@
 export interface ConnectionOptions {
   /** Largest request or response message, in bytes. Default 4 MiB. */
   readonly maxMessageBytes: number;
-  /** Most concurrent streams (calls) per HTTP/2 connection. Default 1,000. */
+  /** Most concurrent streams (calls) per HTTP/2 connection. Default 100 (RFC 9113's recommended minimum). */
   readonly maxConcurrentStreams: number;
   /** Interval of keepalive pings the gRPC port sends on a quiet connection, in ms. Default 60,000. */
   readonly keepaliveTimeMs: number;

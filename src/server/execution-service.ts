@@ -42,8 +42,8 @@ export function createExecutionService(
   const { runners, executions } = runtime;
 
   /** The record of `id`, when the caller may have that access to it. */
-  const recordFor = (id: string, kind: ExecutionAccess, context: HandlerContext): ExecutionRecord => {
-    const record = executions.get(id);
+  const recordFor = async (id: string, kind: ExecutionAccess, context: HandlerContext): Promise<ExecutionRecord> => {
+    const record = await executions.getRun(id);
     ensureExecutionAccess(callerOf(context), kind, record, access);
     return record;
   };
@@ -58,7 +58,7 @@ export function createExecutionService(
       if (runners.registry.get(request.toolName)?.spec.capabilities?.unsafe) {
         ensureAllowed(caller, "execute_unsafe", request.toolName);
       }
-      const { record, deduplicated } = executions.start({
+      const { record, deduplicated } = await executions.startRun({
         runner: runners.createPrivate(),
         requireActive: false,
         toolName: request.toolName,
@@ -72,13 +72,13 @@ export function createExecutionService(
     },
 
     async *watchExecution(request, context) {
-      const record = recordFor(request.executionId, "read", context);
+      const record = await recordFor(request.executionId, "read", context);
       for await (const event of watchForCall(executions, record, Number(request.afterSequence), context, false))
         yield { event };
     },
 
-    getExecution(request, context) {
-      const record = recordFor(request.executionId, "read", context);
+    async getExecution(request, context) {
+      const record = await recordFor(request.executionId, "read", context);
       return {
         execution: record.toProto(),
         ...(request.includeInputs ? { inputs: record.init.inputs as JsonObject } : {}),
@@ -91,20 +91,27 @@ export function createExecutionService(
       return listExecutionsPage(executions, request, (record) => mayReadExecution(caller, record), maxMessageBytes);
     },
 
-    cancelExecution(request, context) {
-      const record = recordFor(request.executionId, "cancel", context);
-      return { execution: executions.cancel(record.id, `cancelled by ${callerOf(context).name}`).toProto() };
+    async cancelExecution(request, context) {
+      const record = await recordFor(request.executionId, "cancel", context);
+      const cancelled = await executions.cancelRun(record.id, `cancelled by ${callerOf(context).name}`);
+      return { execution: cancelled.toProto() };
     },
 
-    approveExecution(request, context) {
-      const record = recordFor(request.executionId, "approve", context);
-      const decided = executions.decide(record.id, true, request.inputsDigest, callerOf(context).name, request.comment);
+    async approveExecution(request, context) {
+      const record = await recordFor(request.executionId, "approve", context);
+      const decided = await executions.decideRun(
+        record.id,
+        true,
+        request.inputsDigest,
+        callerOf(context).name,
+        request.comment,
+      );
       return { execution: decided.toProto() };
     },
 
-    rejectExecution(request, context) {
-      const record = recordFor(request.executionId, "reject", context);
-      const decided = executions.decide(
+    async rejectExecution(request, context) {
+      const record = await recordFor(request.executionId, "reject", context);
+      const decided = await executions.decideRun(
         record.id,
         false,
         request.inputsDigest,

@@ -20,6 +20,7 @@ import type {
 import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
+import type { CallPacer } from "./call-pacer.js";
 import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
@@ -43,6 +44,8 @@ export interface GrpcAdapterOptions {
   readonly shutdownSignal?: AbortSignal;
   /** The server-wide bound on calls in flight; a call beyond it is refused before it is decoded. */
   readonly limiter?: CallLimiter;
+  /** Starts admitted calls with a bounded amount of work per turn of the event loop; at once when absent. */
+  readonly pacer?: CallPacer;
 }
 
 /**
@@ -66,6 +69,15 @@ export function addServiceToGrpcServer<S extends DescService>(
     if (limiter.tryAcquire()) return () => limiter.release();
     refuse({ ...refusal, ...(refusal.metadata ? { metadata: refusal.metadata.clone() } : {}) });
     return undefined;
+  };
+  // An admitted call starts when the pacer lets it; one whose client left meanwhile gives its slot back.
+  const start = (call: { readonly cancelled: boolean }, release: () => void, serve: () => void): void => {
+    const begin = (): void => {
+      if (call.cancelled) release();
+      else serve();
+    };
+    if (options.pacer) options.pacer.run(begin);
+    else begin();
   };
   const definition: Record<string, ServiceDefinition[string]> = {};
   const handlers: UntypedServiceImplementation = {};
@@ -118,15 +130,21 @@ export function addServiceToGrpcServer<S extends DescService>(
       ? (call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>) => {
           const release = admit((status) => call.emit("error", status));
           if (!release) return;
-          const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
-          void serveStream(call, method, impl as StreamingMethod, context(call), options.logger, requests).finally(
-            release,
-          );
+          start(call, release, () => {
+            const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
+            void serveStream(call, method, impl as StreamingMethod, context(call), options.logger, requests).finally(
+              release,
+            );
+          });
         }
       : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
           const release = admit((status) => callback(status));
           if (!release) return;
-          void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger).finally(release);
+          start(call, release, () => {
+            void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger).finally(
+              release,
+            );
+          });
         };
   }
   server.addService(definition as ServiceDefinition, handlers);

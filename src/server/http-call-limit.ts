@@ -8,6 +8,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { CallLimiter } from "./call-limiter.js";
+import type { CallPacer } from "./call-pacer.js";
 import type { NodeRequestHandler } from "./http-listener.js";
 
 /** A complete HTTP response, prepared once. */
@@ -22,8 +23,14 @@ interface PreparedResponse {
  * call beyond it is answered at once, before its body is read or connect-node sees it, with the
  * limiter's RESOURCE_EXHAUSTED in the form its protocol expects (content type decides): a gRPC or
  * gRPC-Web trailers-only response, a Connect end-of-stream message, or a Connect unary error.
+ * An admitted call reaches `handler` when `pacer` lets it (at once without one); one whose client
+ * left meanwhile never does.
  */
-export function withCallLimit(handler: NodeRequestHandler, limiter: CallLimiter): NodeRequestHandler {
+export function withCallLimit(
+  handler: NodeRequestHandler,
+  limiter: CallLimiter,
+  pacer?: CallPacer,
+): NodeRequestHandler {
   const refusals = prepareRefusals(limiter.refusal);
   return (request, response) => {
     if (!limiter.tryAcquire()) {
@@ -32,8 +39,13 @@ export function withCallLimit(handler: NodeRequestHandler, limiter: CallLimiter)
       response.end(refusal.body);
       return;
     }
-    response.once("close", () => limiter.release());
-    handler(request, response);
+    let closed = false;
+    response.once("close", () => {
+      closed = true;
+      limiter.release();
+    });
+    if (!pacer) handler(request, response);
+    else pacer.run(() => closed || handler(request, response));
   };
 }
 

@@ -22,13 +22,13 @@ const listedSizes = new WeakMap<ExecutionRecord, number>();
  * the next run would not fit in `maxMessageBytes`. Throws INVALID_ARGUMENT for a bad page size or
  * token (see ExecutionStore.list).
  */
-export function listExecutionsPage(
+export async function listExecutionsPage(
   executions: ExecutionManager,
   request: ListExecutionsRequest,
   include: (record: ExecutionRecord) => boolean,
   maxMessageBytes: number,
-): MessageInitShape<typeof ListExecutionsResponseSchema> {
-  const page = executions.list({ ...request, include });
+): Promise<MessageInitShape<typeof ListExecutionsResponseSchema>> {
+  const page = await executions.listRuns({ ...request, include });
   const listed = page.records.map((record) => ({ record, execution: toListed(record) }));
   const fitted = fitPage(
     listed,

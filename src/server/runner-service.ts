@@ -5,7 +5,7 @@ import { checkToolName, ensure } from "../registry/names.js";
 import { registryNotFound, resolveRegistryName } from "../registry/registry-set.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
-import { awaitForCall, bindRunToCall, watchForCall } from "./call-run.js";
+import { awaitForCall, bindRunToCall, cancelInBackground, watchForCall } from "./call-run.js";
 import { defaultConnectionOptions } from "./connection-options.js";
 import { fitToolPage } from "./fit-tool-page.js";
 
@@ -63,7 +63,7 @@ export function createRunnerService(
       await syncTools();
       authorizeExecution(request.toolName, context);
       if (store.shared) await activations.sync(request.runner, request.toolName);
-      const { record, deduplicated } = executions.start({
+      const { record, deduplicated } = await executions.startRun({
         runner: runners.get(request.runner),
         requireActive: true,
         toolName: request.toolName,
@@ -94,7 +94,7 @@ export function createRunnerService(
       // A detached run outlives this call, so the call's deadline does not bound it.
       const detach = request.options?.detachOnDisconnect ?? false;
       const facts = callFacts(context);
-      const { record, deduplicated } = executions.start({
+      const { record, deduplicated } = await executions.startRun({
         runner: runners.createPrivate(),
         requireActive: false,
         toolName: request.toolName,
@@ -115,7 +115,7 @@ export function createRunnerService(
       } finally {
         unbind?.();
         // Reached with the run live only when the transport stopped reading this stream.
-        if (record.isLive && owned) executions.cancel(record.id, "the client went away");
+        if (record.isLive && owned) cancelInBackground(executions, record.id, "the client went away");
       }
     },
   };

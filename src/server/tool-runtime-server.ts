@@ -14,6 +14,7 @@ import { createTracing, type TracingOptions } from "../telemetry/tracing.js";
 import { peerCertificateKey } from "./call-context.js";
 import { cancelledResultGraceMs } from "./call-run.js";
 import { createCallLimiter } from "./call-limiter.js";
+import { createCallPacer } from "./call-pacer.js";
 import { wrapService } from "./call-pipeline.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { ensureSafeBind } from "./bind-safety.js";
@@ -174,9 +175,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   setMaxListeners(0, shutdown.signal);
 
   const limiter = createCallLimiter(connection.maxCallsInFlight, logger);
+  const pacer = createCallPacer();
   const grpc = createGrpcServer(connection);
   const grpcServer = grpc.server;
-  const adapterOptions = { logger, shutdownSignal: shutdown.signal, limiter };
+  const adapterOptions = { logger, shutdownSignal: shutdown.signal, limiter, pacer };
   addServiceToGrpcServer(grpcServer, RegistryService, registry, adapterOptions);
   addServiceToGrpcServer(grpcServer, RunnerService, runner, adapterOptions);
   addServiceToGrpcServer(grpcServer, ExecutionService, execution, adapterOptions);
@@ -232,7 +234,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       http = await listenHttp(
         { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins, mcp: mcp.handle },
         withOperationalEndpoints(
-          withCallLimit(connectHandler, limiter),
+          withCallLimit(connectHandler, limiter, pacer),
           health,
           metrics.registry,
           createMetricsGate(authenticate, identities.length > 0),

@@ -49,6 +49,24 @@ export interface ToolStore {
   remove(registryName: string, name: string, options?: { offlineProvider?: string }): Promise<boolean>;
 
   /**
+   * Registers a tool that a provider connected to this process serves, with this process's
+   * dispatching handler. With a shared store, a tool the same provider already serves through other
+   * replicas is joined (its spec adopted, or updated when the provider's definition changed);
+   * ALREADY_EXISTS when another provider or a registration holds the name.
+   */
+  registerProvided(
+    registryName: string,
+    registration: ToolRegistration,
+    providerName: string,
+  ): Promise<{ spec: ToolSpec; replaced: boolean }>;
+
+  /**
+   * This process no longer serves the tool for its provider: the tool is removed (noted offline for
+   * that provider) once no process serves it. Resolves to whether it was removed.
+   */
+  withdrawProvided(registryName: string, toolName: string, providerName: string): Promise<boolean>;
+
+  /**
    * This process's view of registry `registryName` ("" for the default), up to date with the
    * store, or undefined when no such registry exists. INVALID_ARGUMENT for an invalid name.
    */

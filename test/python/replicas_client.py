@@ -19,8 +19,16 @@ PARAMS = json.loads(PARAMS_TEXT)
 sys.dont_write_bytecode = True
 sys.path.insert(0, STUBS_DIR)
 
-from grpc_observations import TIMEOUT, call, must, new_channel, result_json, to_struct  # noqa: E402
-from toolruntime.v1 import registry_pb2, registry_pb2_grpc, runner_pb2, runner_pb2_grpc, tool_pb2  # noqa: E402
+from grpc_observations import TIMEOUT, call, event_json, must, new_channel, result_json, to_struct  # noqa: E402
+from toolruntime.v1 import (  # noqa: E402
+    execution_pb2,
+    execution_pb2_grpc,
+    registry_pb2,
+    registry_pb2_grpc,
+    runner_pb2,
+    runner_pb2_grpc,
+    tool_pb2,
+)
 
 CHANGE_TYPES = registry_pb2.ToolChangeType
 
@@ -107,7 +115,131 @@ def activations(channels):
     }
 
 
-SCENARIOS = {"register_race": register_race, "watch": watch, "activations": activations}
+def executions(channels):
+    return [execution_pb2_grpc.ExecutionServiceStub(channel) for channel in channels]
+
+
+def watch_run(stub, execution_id, stop_kind="completed"):
+    """Events of a run from the start until one of `stop_kind` (or the stream's end), as JSON."""
+    events = []
+    stream = stub.WatchExecution(execution_pb2.WatchExecutionRequest(execution_id=execution_id), timeout=60)
+    try:
+        for message in stream:
+            observed = event_json(message.event)
+            kind = observed["kind"]
+            if kind == "execution_started":
+                observed["attempt"] = message.event.execution_started.attempt
+            elif kind == "retry_scheduled":
+                observed["error_type"] = message.event.retry_scheduled.error.error_type
+            elif kind == "awaiting_approval":
+                observed["inputs_digest"] = message.event.awaiting_approval.inputs_digest
+            events.append(observed)
+            if kind == stop_kind:
+                break
+    finally:
+        stream.cancel()
+    return events
+
+
+def state_name(execution):
+    return execution_pb2.ExecutionState.Name(execution.state)
+
+
+def across(channels):
+    """Starts a run on replica 0, reads it on 1, lists and watches it live on 2, cancels it on 1."""
+    stubs = executions(channels)
+    started = must(
+        stubs[0].StartExecution,
+        execution_pb2.StartExecutionRequest(tool_name="replica.writes", inputs=to_struct({"interval_ms": 20})),
+    )
+    execution_id = started.execution.execution_id
+    live = watch_run(stubs[2], execution_id, "progress")
+    read = must(stubs[1].GetExecution, execution_pb2.GetExecutionRequest(execution_id=execution_id))
+    listed = must(stubs[2].ListExecutions, execution_pb2.ListExecutionsRequest(tool_name="replica.writes"))
+    must(stubs[1].CancelExecution, execution_pb2.CancelExecutionRequest(execution_id=execution_id))
+    ended = watch_run(stubs[2], execution_id)
+    final = must(stubs[0].GetExecution, execution_pb2.GetExecutionRequest(execution_id=execution_id))
+    return {
+        "live_kinds": [event["kind"] for event in live],
+        "read_state": state_name(read.execution),
+        "listed": [execution.execution_id for execution in listed.executions],
+        "id": execution_id,
+        "ended": ended,
+        "final_state": state_name(final.execution),
+    }
+
+
+def approval_once(channels):
+    """Starts a run needing approval on 0; 1 approves and 2 rejects at once; 0 watches the end."""
+    stubs = executions(channels)
+    started = must(
+        stubs[0].StartExecution,
+        execution_pb2.StartExecutionRequest(tool_name="replica.approval", inputs=to_struct({"n": 2})),
+    )
+    execution_id = started.execution.execution_id
+    digest = watch_run(stubs[1], execution_id, "awaiting_approval")[-1]["inputs_digest"]
+    outcomes = [None, None]
+    start = threading.Barrier(2)
+
+    def decide(index):
+        start.wait()
+        if index == 0:
+            request = execution_pb2.ApproveExecutionRequest(execution_id=execution_id, inputs_digest=digest)
+            _, error = call(stubs[1].ApproveExecution, request)
+        else:
+            request = execution_pb2.RejectExecutionRequest(execution_id=execution_id, inputs_digest=digest)
+            _, error = call(stubs[2].RejectExecution, request)
+        outcomes[index] = {"ok": True} if error is None else error
+
+    threads = [threading.Thread(target=decide, args=(index,)) for index in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"outcomes": outcomes, "ended": watch_run(stubs[0], execution_id)}
+
+
+def idempotent_start(channels):
+    """Starts with one idempotency key on replicas 0 and 1 at once."""
+    stubs = executions(channels)
+    results = [None, None]
+    start = threading.Barrier(2)
+
+    def begin(index):
+        request = execution_pb2.StartExecutionRequest(
+            tool_name="replica.idempotent",
+            inputs=to_struct({"ms": 10}),
+            options=execution_pb2.ExecutionOptions(idempotency_key=PARAMS["key"]),
+        )
+        start.wait()
+        response = must(stubs[index].StartExecution, request)
+        results[index] = {"id": response.execution.execution_id, "deduplicated": response.deduplicated}
+
+    threads = [threading.Thread(target=begin, args=(index,)) for index in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"results": results}
+
+
+def watch_to_end(channels):
+    """Watches run `id` on replica `on` from the start to its end, and reads its record there."""
+    stub = executions(channels)[PARAMS["on"]]
+    events = watch_run(stub, PARAMS["id"])
+    final = must(stub.GetExecution, execution_pb2.GetExecutionRequest(execution_id=PARAMS["id"]))
+    return {"events": events, "state": state_name(final.execution), "attempts": final.execution.attempts}
+
+
+SCENARIOS = {
+    "register_race": register_race,
+    "watch": watch,
+    "activations": activations,
+    "across": across,
+    "approval_once": approval_once,
+    "idempotent_start": idempotent_start,
+    "watch_to_end": watch_to_end,
+}
 
 scenario = SCENARIOS.get(SCENARIO)
 if scenario is None:

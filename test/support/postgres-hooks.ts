@@ -1,8 +1,11 @@
 import { stopSharedPostgres } from "./postgres-server.js";
 
-/** Mocha root hooks: the shared PostgreSQL server stops once every suite is done. */
-export const mochaHooks = {
-  async afterAll(): Promise<void> {
+/**
+ * Mocha root hooks, loaded by `.mocharc.json`: after the whole run, stop the shared PostgreSQL
+ * server if a suite started one, so no server outlives the tests.
+ */
+export const mochaHooks: Mocha.RootHookObject = {
+  async afterAll() {
     await stopSharedPostgres();
   },
 };

@@ -1,172 +1,177 @@
-import { execFile, spawnSync } from "node:child_process";
-import { chown, mkdtemp, readdir, rm } from "node:fs/promises";
-import { existsSync } from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
-import { promisify } from "node:util";
+import { readFile, mkdtemp, rm, stat } from "node:fs/promises";
+import { rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
+import {
+  findPostgresBinDir,
+  handToServerUser,
+  runPostgresProgram,
+  runPostgresProgramSync,
+} from "./postgres-programs.js";
 
-const execFileAsync = promisify(execFile);
-
-/** A private PostgreSQL server started for the tests, on a free loopback port. */
+/** A private PostgreSQL server started by {@link startPostgres}, listening on 127.0.0.1 only. */
 export interface PostgresServer {
-  /** URL of its `postgres` database, as the `postgres` superuser (trust authentication). */
+  /** `postgres://postgres@127.0.0.1:PORT/postgres`: the superuser, trusted without a password. */
   readonly url: string;
   readonly port: number;
-  /** Creates a fresh, uniquely named database and returns its URL. */
+  /** The temporary data directory; the server's log is `log` in it. Removed by `stop()`. */
+  readonly directory: string;
+  /**
+   * Creates a fresh, uniquely named database (`<prefix>_<n>`, prefix `test` by default, lowercase
+   * letters, digits and `_`, at most 40 characters) and returns its URL.
+   */
   createDatabase(prefix?: string): Promise<string>;
-  /** Stops the server (fast shutdown) and keeps its data, to test a database that goes away. */
+  /** Stops the server (fast shutdown) and keeps its data: a database that goes away. */
   pause(): Promise<void>;
-  /** Starts a paused server again on the same port, with the same data. */
+  /** Starts a paused server again, on the same port with the same data. */
   resume(): Promise<void>;
-  /** Stops the server at once and removes its data directory. */
+  /** Stops the server at once (`pg_ctl -m immediate`) and removes its directory. Safe to call twice. */
   stop(): Promise<void>;
 }
 
-/** The newest Debian PostgreSQL binaries directory, or an Error naming the package to install. */
-async function binariesDir(): Promise<string> {
-  const root = "/usr/lib/postgresql";
-  const majors = existsSync(root)
-    ? (await readdir(root)).filter((name) => existsSync(path.join(root, name, "bin", "initdb")))
-    : [];
-  const newest = majors.sort((a, b) => Number(b) - Number(a))[0];
-  if (newest === undefined) {
-    throw new Error(
-      "PostgreSQL is not installed: the store tests need Debian's postgresql package (sudo apt-get install postgresql)",
-    );
-  }
-  return path.join(root, newest, "bin");
-}
-
-/** A port free on 127.0.0.1 a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-
-/** Runs a PostgreSQL program, as the `postgres` user when root (PostgreSQL refuses to run as root). */
-async function runAsOwner(program: string, args: readonly string[]): Promise<void> {
-  const [command, commandArgs] = isRoot ? ["runuser", ["-u", "postgres", "--", program, ...args]] : [program, args];
-  await execFileAsync(command, commandArgs, { timeout: 60_000 });
-}
+/** How many ports to try when another process takes the free port before the server binds it. */
+const maxPortAttempts = 5;
 
 /**
- * Starts a private PostgreSQL: `initdb` into a new temporary directory (trust authentication, no
- * fsync: test data need not survive a power cut) and `pg_ctl start` on a free 127.0.0.1 port with
- * its socket in that directory, retrying with another port if one was taken meanwhile.
+ * Starts a private PostgreSQL server for tests: initdb in a new temporary directory, then pg_ctl on
+ * a free port of 127.0.0.1, with durability off (fsync, synchronous_commit, full_page_writes) since
+ * the data is thrown away. Runs the programs as the `postgres` user when root. Never uses a server
+ * the machine already runs. The server is also stopped when the process exits without `stop()`.
+ * Rejects when no PostgreSQL is installed (naming the Debian package) or the server fails to start
+ * (with its log).
  */
 export async function startPostgres(): Promise<PostgresServer> {
-  const bin = await binariesDir();
-  const dir = await mkdtemp(path.join(os.tmpdir(), "toolruntime-pg-"));
-  const dataDir = path.join(dir, "data");
-  if (isRoot) {
-    const { stdout } = await execFileAsync("id", ["-u", "postgres"]);
-    const { stdout: group } = await execFileAsync("id", ["-g", "postgres"]);
-    await chown(dir, Number(stdout.trim()), Number(group.trim()));
+  const binDir = findPostgresBinDir();
+  const directory = await mkdtemp(join(tmpdir(), "toolruntime-pg-"));
+  let port: number;
+  try {
+    await handToServerUser(directory);
+    // C.UTF-8: the same collation and character classes whatever the caller's LANG.
+    const initdb = ["-D", directory, "-A", "trust", "--no-sync", "-U", "postgres", "--encoding=UTF8"];
+    await runPostgresProgram(binDir, "initdb", [...initdb, "--locale=C.UTF-8"], directory);
+    port = await startOnFreePort(binDir, directory, freeLoopbackPort);
+  } catch (error) {
+    // A half-started server must not outlive the failure; pg_ctl stop fails harmlessly if none runs.
+    runPostgresProgramSync(binDir, "pg_ctl", ["-D", directory, "-m", "immediate", "stop"], directory);
+    await rm(directory, { recursive: true, force: true });
+    throw error;
   }
-  await runAsOwner(path.join(bin, "initdb"), [
-    "-D",
-    dataDir,
-    "-A",
-    "trust",
-    "--no-sync",
-    "-U",
-    "postgres",
-    "-E",
-    "UTF8",
-  ]);
-  let port = 0;
-  const start = async (): Promise<void> => {
-    const options = [
-      `-p ${port}`,
-      `-k ${dir}`,
-      "-c listen_addresses=127.0.0.1",
-      "-c fsync=off",
-      "-c synchronous_commit=off",
-      "-c full_page_writes=off",
-      "-c max_connections=400",
-    ].join(" ");
-    await runAsOwner(path.join(bin, "pg_ctl"), [
-      "-w",
-      "-D",
-      dataDir,
-      "-o",
-      options,
-      "-l",
-      path.join(dir, "log"),
-      "start",
-    ]);
+  const stopNow = (): void => {
+    runPostgresProgramSync(binDir, "pg_ctl", ["-D", directory, "-m", "immediate", "stop"], directory);
+    rmSync(directory, { recursive: true, force: true });
   };
-  for (let attempt = 0; ; attempt++) {
-    port = await freePort();
-    try {
-      await start();
-      break;
-    } catch (error) {
-      if (attempt >= 4) {
-        await rm(dir, { recursive: true, force: true });
-        throw error;
-      }
-    }
-  }
+  // Best effort for a run that ends without stop(): 'exit' allows only synchronous work.
+  process.on("exit", stopNow);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let databases = 0;
-  const stopNow = (): void => {
-    spawnSync(isRoot ? "runuser" : path.join(bin, "pg_ctl"), [
-      ...(isRoot ? ["-u", "postgres", "--", path.join(bin, "pg_ctl")] : []),
-      "-D",
-      dataDir,
-      "-m",
-      "immediate",
-      "stop",
-    ]);
-  };
-  // A run that crashes must not leave a server behind.
-  process.once("exit", stopNow);
+  let stopped: Promise<void> | undefined;
   return {
     url,
     port,
+    directory,
     async createDatabase(prefix = "test") {
-      const name = `${prefix}_${process.pid}_${++databases}`;
+      if (!/^[a-z][a-z0-9_]{0,39}$/.test(prefix)) {
+        throw new Error(
+          `database prefix must be lowercase letters, digits and _, at most 40: ${JSON.stringify(prefix)}`,
+        );
+      }
+      databases += 1;
+      const name = `${prefix}_${databases}`;
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       try {
-        await client.query(`CREATE DATABASE ${name}`);
+        await client.query(`CREATE DATABASE "${name}"`);
       } finally {
         await client.end();
       }
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
-    pause: () => runAsOwner(path.join(bin, "pg_ctl"), ["-w", "-D", dataDir, "-m", "fast", "stop"]),
-    resume: start,
-    async stop() {
-      process.removeListener("exit", stopNow);
-      stopNow();
-      await rm(dir, { recursive: true, force: true });
+    async pause() {
+      await runPostgresProgram(binDir, "pg_ctl", ["-w", "-D", directory, "-m", "fast", "stop"], directory);
+    },
+    async resume() {
+      await startOnFreePort(binDir, directory, () => Promise.resolve(port), 1);
+    },
+    stop() {
+      stopped ??= (async () => {
+        process.off("exit", stopNow);
+        await runPostgresProgram(binDir, "pg_ctl", ["-D", directory, "-m", "immediate", "stop"], directory);
+        await rm(directory, { recursive: true, force: true });
+      })();
+      return stopped;
     },
   };
 }
 
+/**
+ * Starts the server in `directory` on a port `nextPort` gives (a free loopback port) and returns the
+ * port, trying another one when the port was taken between finding it and the server binding it.
+ */
+async function startOnFreePort(
+  binDir: string,
+  directory: string,
+  nextPort: () => Promise<number>,
+  attempts = maxPortAttempts,
+): Promise<number> {
+  const log = join(directory, "log");
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await nextPort();
+    // Only this attempt's part of the log tells whether the port was the problem.
+    const logStart = await stat(log).then(
+      (info) => info.size,
+      () => 0,
+    );
+    const options = [
+      `-p ${port}`,
+      // The socket goes in the private directory, not /var/run/postgresql where a system server's is.
+      `-k ${directory}`,
+      "-c listen_addresses=127.0.0.1",
+      "-c fsync=off",
+      "-c synchronous_commit=off",
+      "-c full_page_writes=off",
+      "-c max_connections=300",
+    ].join(" ");
+    try {
+      await runPostgresProgram(binDir, "pg_ctl", ["-w", "-D", directory, "-o", options, "-l", log, "start"], directory);
+      return port;
+    } catch (error) {
+      const output = (await readFile(log, "utf8").catch(() => "")).slice(logStart);
+      if (/could not bind|already in use/i.test(output) && attempt < attempts) continue;
+      throw new Error(`PostgreSQL did not start on 127.0.0.1:${port}; its log:\n${output}`, { cause: error });
+    }
+  }
+}
+
+/** A port of 127.0.0.1 that was free a moment ago: the kernel picks it for a listener we then close. */
+async function freeLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("no TCP address for a port-0 listener");
+  return address.port;
+}
+
 let shared: Promise<PostgresServer> | undefined;
 
-/** One private server for the whole test run, started on first use and stopped by the root hook. */
+/**
+ * The one PostgreSQL server of this mocha process, started on first use and stopped by the root
+ * hook in `postgres-hooks.ts` (or at exit). Give each suite its own database with `createDatabase()`.
+ */
 export function sharedPostgres(): Promise<PostgresServer> {
   shared ??= startPostgres();
   return shared;
 }
 
-/** Stops the shared server if it was started (the root `afterAll` hook). */
+/** Stops the shared server if it was started (and started successfully); does nothing otherwise. */
 export async function stopSharedPostgres(): Promise<void> {
-  const started = shared;
+  const starting = shared;
   shared = undefined;
-  if (started) await (await started).stop();
+  const server = await starting?.catch(() => undefined);
+  await server?.stop();
 }

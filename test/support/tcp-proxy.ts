@@ -8,17 +8,17 @@ export class TcpProxy {
   readonly #server: net.Server;
   readonly #sockets = new Set<net.Socket>();
   #paused = false;
+  #host = "";
+  #port = 0;
 
   private constructor(target: string) {
-    const separator = target.lastIndexOf(":");
-    const host = target.slice(0, separator);
-    const port = Number(target.slice(separator + 1));
+    this.retarget(target);
     this.#server = net.createServer((client) => {
       if (this.#paused) {
         client.destroy();
         return;
       }
-      const upstream = net.connect(port, host);
+      const upstream = net.connect(this.#port, this.#host);
       for (const socket of [client, upstream]) {
         this.#sockets.add(socket);
         socket.once("close", () => this.#sockets.delete(socket));
@@ -40,6 +40,13 @@ export class TcpProxy {
   /** "127.0.0.1:PORT" of the proxy. */
   get address(): string {
     return `127.0.0.1:${(this.#server.address() as net.AddressInfo).port}`;
+  }
+
+  /** Sends new connections to `target` ("host:port") from now on (a load balancer moving on). */
+  retarget(target: string): void {
+    const separator = target.lastIndexOf(":");
+    this.#host = target.slice(0, separator);
+    this.#port = Number(target.slice(separator + 1));
   }
 
   /** Cuts every connection and refuses new ones. */

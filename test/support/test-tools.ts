@@ -24,6 +24,41 @@ function pathOf(inputs: Record<string, unknown>): string {
   return path;
 }
 
+/**
+ * The gate test.gate waits at: how many runs entered it so far, a promise of the `count`th entry,
+ * and `open()`, which lets every run waiting at it return. Tests `reset()` it before use.
+ */
+export const testGate = (() => {
+  let entered = 0;
+  let open: () => void = () => undefined;
+  let opened = new Promise<void>((resolve) => (open = resolve));
+  let waits: { count: number; resolve: () => void }[] = [];
+  return {
+    get entered() {
+      return entered;
+    },
+    /** Called by the tool: counts the entry and resolves the waits it completes. */
+    enter(): Promise<void> {
+      entered += 1;
+      waits = waits.filter((wait) => (wait.count <= entered ? (wait.resolve(), false) : true));
+      return opened;
+    },
+    /** Resolves once `count` runs have entered since the last reset. */
+    until(count: number): Promise<void> {
+      if (entered >= count) return Promise.resolve();
+      return new Promise((resolve) => waits.push({ count, resolve }));
+    },
+    open(): void {
+      open();
+    },
+    reset(): void {
+      entered = 0;
+      waits = [];
+      opened = new Promise<void>((resolve) => (open = resolve));
+    },
+  };
+})();
+
 /** The state test.checkpointed changes and rolls back; tests read and set it. */
 export const checkpointedState = { counter: 0, breakRollback: false };
 
@@ -122,6 +157,19 @@ export const testTools: readonly DefinedTool[] = [
           },
           { once: true },
         );
+      }),
+  }),
+  defineTool({
+    name: "test.gate",
+    description: "Enters testGate, waits until the test opens it (or its signal aborts), then returns {opened: true}.",
+    handler: (_inputs, context) =>
+      new Promise((resolve, reject) => {
+        const onAbort = (): void => reject(new Error("aborted"));
+        context.signal.addEventListener("abort", onAbort, { once: true });
+        void testGate.enter().then(() => {
+          context.signal.removeEventListener("abort", onAbort);
+          resolve({ opened: true });
+        });
       }),
   }),
   defineTool({

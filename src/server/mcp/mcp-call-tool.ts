@@ -9,6 +9,7 @@ import { invalidRequest } from "../../errors/tool-runtime-error.js";
 import type { ExecutionRecord } from "../../executions/execution-record.js";
 import { checkToolName, ensure, quote } from "../../registry/names.js";
 import type { ToolRuntime } from "../../runtime.js";
+import { cancelInBackground } from "../call-run.js";
 import { mcpMeta } from "./mcp-meta.js";
 import { toCallToolResult } from "./to-call-tool-result.js";
 import { toProgressMessage } from "./to-progress-message.js";
@@ -47,7 +48,7 @@ export async function callMcpTool(runtime: ToolRuntime, call: McpToolCall): Prom
   ensureAllowed(call.caller, "execute", name);
   if (runners.registry.get(name)?.spec.capabilities?.unsafe) ensureAllowed(call.caller, "execute_unsafe", name);
   const meta = call.meta ?? {};
-  const { record, deduplicated } = executions.start({
+  const { record, deduplicated } = await executions.startRun({
     runner: runners.createPrivate(),
     requireActive: false,
     toolName: name,
@@ -61,7 +62,7 @@ export async function callMcpTool(runtime: ToolRuntime, call: McpToolCall): Prom
   });
   const owned = !deduplicated;
   const onAbort = (): void => {
-    if (owned && record.isLive) executions.cancel(record.id, "the MCP client cancelled the call");
+    if (owned && record.isLive) cancelInBackground(executions, record.id, "the MCP client cancelled the call");
   };
   if (call.signal.aborted) onAbort();
   else call.signal.addEventListener("abort", onAbort, { once: true });

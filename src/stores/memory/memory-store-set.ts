@@ -9,6 +9,7 @@ export function createMemoryStoreSet(registries: RegistrySet, runners: RunnerSet
   return {
     tools: createMemoryToolStore(registries),
     activations: createMemoryActivationStore(runners),
+    runs: undefined,
     description: "memory",
     available: () => true,
     onAvailabilityChange: () => undefined,

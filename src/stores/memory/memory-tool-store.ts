@@ -31,6 +31,15 @@ export function createMemoryToolStore(registries: RegistrySet): ToolStore {
     async remove(registryName, name, options = {}) {
       return registries.find(registryName)?.remove(name, options) ?? false;
     },
+    // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
+    async registerProvided(registryName, registration) {
+      // The provider hub already refused names served otherwise: this process is the whole state.
+      return registries.getOrCreate(registryName).register(registration);
+    },
+    // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
+    async withdrawProvided(registryName, toolName, providerName) {
+      return registries.find(registryName)?.remove(toolName, { offlineProvider: providerName }) ?? false;
+    },
     view: (registryName) => registries.find(registryName),
     viewForWatch: (registryName) => registries.getForWatch(registryName),
     changesSince: (registry, version) => registry.changesSince(version),

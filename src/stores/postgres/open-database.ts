@@ -9,6 +9,12 @@ export interface DatabaseOptions {
   readonly connectTimeoutMs?: number;
   /** Longest a statement may run before the server cancels it, in milliseconds. Default 30,000. */
   readonly statementTimeoutMs?: number;
+  /**
+   * Longest a transaction may sit idle before the server ends it, in milliseconds. Default 5,000.
+   * A replica paused (or cut off) mid-transaction would otherwise keep its locks, and the others
+   * could not take over its runs or admit any run.
+   */
+  readonly idleInTransactionTimeoutMs?: number;
 }
 
 /** A connection pool to the store's database, with its URL masked for messages. */
@@ -31,6 +37,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     maxConnections: options.maxConnections ?? 10,
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
+    idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs ?? 5000,
   };
   const maskedUrl = maskUrl(url);
   let pool: pg.Pool;
@@ -40,6 +47,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
       max: resolved.maxConnections,
       connectionTimeoutMillis: resolved.connectTimeoutMs,
       statement_timeout: resolved.statementTimeoutMs,
+      idle_in_transaction_session_timeout: resolved.idleInTransactionTimeoutMs,
       application_name: "toolruntime",
     });
   } catch (error) {

@@ -5,14 +5,10 @@ import { openDoorbell } from "./doorbell.js";
 import { migrate } from "./migrate.js";
 import { openDatabase } from "./open-database.js";
 import { createPostgresActivationStore } from "./postgres-activation-store.js";
-import { createPostgresToolStore, type PostgresToolStoreOptions } from "./postgres-tool-store.js";
+import type { PostgresStoreOptions } from "./postgres-options.js";
+import { createPostgresRunStore } from "./postgres-run-store.js";
+import { createPostgresToolStore } from "./postgres-tool-store.js";
 import { watchAvailability } from "./watch-availability.js";
-
-/** Options of {@link openPostgresStoreSet}. */
-export interface PostgresStoreOptions extends PostgresToolStoreOptions {
-  /** Interval of the availability check behind readiness, in milliseconds. Default 1,000. */
-  readonly availabilityIntervalMs?: number;
-}
 
 /**
  * Opens the stores on the PostgreSQL database at `url`: connects (rejecting with an Error that
@@ -25,20 +21,26 @@ export async function openPostgresStoreSet(
   runners: RunnerSet,
   options: PostgresStoreOptions = {},
 ): Promise<StoreSet> {
-  const database = await openDatabase(url);
+  // A paused replica's open transaction is ended well within a lease, so its locks block nobody.
+  const database = await openDatabase(url, {
+    idleInTransactionTimeoutMs: Math.max(1000, Math.floor((options.leaseMs ?? 10_000) / 2)),
+  });
   const doorbell = openDoorbell(url);
   try {
     await migrate(database.pool);
-    const tools = await createPostgresToolStore(database, registries, doorbell, options);
+    const runs = await createPostgresRunStore(database, doorbell, options);
+    const tools = await createPostgresToolStore(database, registries, doorbell, runs.replicaId, options);
     const availability = watchAvailability(database, { intervalMs: options.availabilityIntervalMs ?? 1000 });
     return {
       tools,
       activations: createPostgresActivationStore(database, runners),
+      runs,
       description: database.maskedUrl,
       available: () => availability.available,
       onAvailabilityChange: (listener) => availability.onChange(listener),
       async close() {
         availability.close();
+        await runs.close();
         await tools.close();
         await doorbell.close();
         await database.pool.end();

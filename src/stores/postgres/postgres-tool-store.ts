@@ -5,28 +5,15 @@ import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js"
 import type { ToolChange } from "../../registry/change-log.js";
 import { quote } from "../../registry/names.js";
 import { registryNotFound, resolveRegistryName, type RegistrySet } from "../../registry/registry-set.js";
-import type { ToolRegistry } from "../../registry/tool-registry.js";
+import type { ToolRegistration, ToolRegistry } from "../../registry/tool-registry.js";
 import { sameDefinition } from "../../registry/same-definition.js";
 import { validateSpec } from "../../registry/validate-spec.js";
 import type { ToolStore } from "../tool-store.js";
 import type { Doorbell } from "./doorbell.js";
+import type { PostgresToolStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
 import { decodeSpec, RegistryFollower, toolsChannel } from "./registry-follower.js";
 import { inTransaction, query } from "./transaction.js";
-
-/** Options of {@link createPostgresToolStore}. */
-export interface PostgresToolStoreOptions {
-  /** Most tools one registry holds, across the cluster. Default 100,000. */
-  readonly maxTools?: number;
-  /** Most registries holding tools, across the cluster, the default one included. Default 64. */
-  readonly maxRegistries?: number;
-  /** Most changes of a registry kept for replicas and watchers that resume. Default 10,000. */
-  readonly retainedChanges?: number;
-  /** Interval of the poll that catches up when a notification was lost, in milliseconds. Default 1,000. */
-  readonly pollIntervalMs?: number;
-  /** Where failures of the background catch-up go (the next read retries). */
-  readonly onError?: (error: unknown) => void;
-}
 
 /** Serialises the creation of registries, so the cluster-wide count is exact ("tlrtrg" in ASCII). */
 const registryCreationLockKey = 0x746c72747267;
@@ -43,8 +30,10 @@ export async function createPostgresToolStore(
   database: Database,
   registries: RegistrySet,
   doorbell: Doorbell,
+  replicaId: string,
   options: PostgresToolStoreOptions = {},
 ): Promise<ToolStore> {
+  const sweepIntervalMs = options.directorySweepIntervalMs ?? 1000;
   const maxTools = options.maxTools ?? 100_000;
   const maxRegistries = options.maxRegistries ?? 64;
   const retainedChanges = BigInt(options.retainedChanges ?? 10_000);
@@ -112,73 +101,187 @@ export async function createPostgresToolStore(
     await client.query("SELECT pg_notify($1, $2)", [toolsChannel, registry]);
   };
 
+  /**
+   * Registers under the registry's lock: `decide` sees the stored spec (if any) and the fresh one,
+   * throws to refuse, and says whether to adopt the stored spec or write the fresh one.
+   */
+  const write = async (
+    registryName: string,
+    registration: ToolRegistration,
+    decide: (
+      existing: ToolSpec | undefined,
+      fresh: ToolSpec,
+      toolName: string,
+      registry: string,
+      client: pg.PoolClient,
+    ) => Promise<"adopt" | "write">,
+  ): Promise<{ spec: ToolSpec; replaced: boolean }> => {
+    const name = resolveRegistryName(registryName);
+    const validated = validateSpec(registration.spec);
+    const toolName = validated.spec.name;
+    const fresh = create(ToolSpecSchema, { ...validated.spec, hasHandler: registration.handler !== undefined });
+    const view = await viewForWrite(name);
+    const restore = registration.handler
+      ? view.attachHandler(toolName, registration.handler, registration.hooks)
+      : undefined;
+    let outcome: { change?: ToolChange; existing?: ToolSpec };
+    try {
+      outcome = await inTransaction(database, async (client) => {
+        const head = await lockRegistry(client, name);
+        const row = await client.query<{ spec: Buffer }>(
+          "SELECT spec FROM toolruntime.tools WHERE registry = $1 AND name = $2",
+          [name, toolName],
+        );
+        const existing = row.rows[0] ? decodeSpec(row.rows[0].spec) : undefined;
+        const decision = await decide(existing, fresh, toolName, name, client);
+        if (decision === "adopt" && existing) return { existing };
+        if (!existing && head.toolCount >= maxTools) {
+          throw new ToolRuntimeError(
+            "RESOURCE_EXHAUSTED",
+            ErrorType.ResourceExhausted,
+            `registry ${quote(name)} holds its maximum of ${maxTools} tools: remove some first`,
+            toolName,
+          );
+        }
+        const version = head.version + 1n;
+        const spec = create(ToolSpecSchema, { ...fresh, version });
+        await client.query(
+          `INSERT INTO toolruntime.tools (registry, name, version, spec) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (registry, name) DO UPDATE SET version = excluded.version, spec = excluded.spec`,
+          [name, toolName, version.toString(), toBinary(ToolSpecSchema, spec)],
+        );
+        const change: ToolChange = { kind: existing ? "updated" : "added", spec, version };
+        await commitChange(client, name, change, existing ? 0 : 1);
+        return { change, ...(existing ? { existing } : {}) };
+      });
+    } catch (error) {
+      restore?.();
+      throw error;
+    }
+    const current = await follower.sync(name);
+    if (!outcome.change) {
+      current?.refreshHandler(toolName);
+      return { spec: current?.get(toolName)?.spec ?? (outcome.existing as ToolSpec), replaced: false };
+    }
+    return { spec: outcome.change.spec, replaced: outcome.existing !== undefined };
+  };
+
+  /** Removes a provider's tool that no replica serves any more (the registry's row is locked). */
+  const removeIfUnserved = async (client: pg.PoolClient, registry: string, version: bigint, toolName: string) => {
+    const left = await client.query("SELECT 1 FROM toolruntime.provider_tools WHERE registry = $1 AND tool = $2", [
+      registry,
+      toolName,
+    ]);
+    if (left.rows.length > 0) return false;
+    const row = await client.query<{ spec: Buffer }>(
+      "DELETE FROM toolruntime.tools WHERE registry = $1 AND name = $2 RETURNING spec",
+      [registry, toolName],
+    );
+    if (!row.rows[0]) return false;
+    await commitChange(
+      client,
+      registry,
+      { kind: "removed", spec: decodeSpec(row.rows[0].spec), version: version + 1n },
+      -1,
+    );
+    return true;
+  };
+
+  /**
+   * Withdraws the provider connections of replicas whose lease expired: their tools that no live
+   * replica serves any more are removed, as offline.
+   */
+  const sweepDirectory = async (): Promise<void> => {
+    const gone = await query<{ registry: string; tool: string }>(
+      database,
+      `SELECT DISTINCT registry, tool FROM toolruntime.provider_tools p
+        WHERE NOT EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = p.replica AND r.lease_expires_at > now())`,
+    );
+    for (const { registry, tool } of gone.rows) {
+      await inTransaction(database, async (client) => {
+        const head = await lockRegistry(client, registry);
+        await client.query(
+          `DELETE FROM toolruntime.provider_tools p WHERE registry = $1 AND tool = $2
+              AND NOT EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = p.replica AND r.lease_expires_at > now())`,
+          [registry, tool],
+        );
+        return removeIfUnserved(client, registry, head.version, tool);
+      });
+    }
+  };
+  const directorySweeper = setInterval(
+    () => void sweepDirectory().catch(options.onError ?? (() => undefined)),
+    sweepIntervalMs,
+  );
+  directorySweeper.unref();
+
   return {
     shared: true,
 
-    async register(registryName, registration, options = {}) {
+    register(registryName, registration, options = {}) {
+      return write(registryName, registration, (existing, fresh, toolName, name) => {
+        if (existing && options.adopt && sameDefinition(existing, fresh)) return Promise.resolve("adopt");
+        if (existing && !options.replace && !options.adopt) {
+          throw new ToolRuntimeError(
+            "ALREADY_EXISTS",
+            ErrorType.Registration,
+            `tool ${quote(toolName)} is already registered in registry ${quote(name)}: choose another name, or remove it first`,
+            toolName,
+          );
+        }
+        if (existing?.hasHandler && !options.adopt) {
+          throw new ToolRuntimeError(
+            "FAILED_PRECONDITION",
+            ErrorType.Registration,
+            `tool ${quote(toolName)} is served by a handler in this cluster and cannot be replaced: register under another name`,
+            toolName,
+          );
+        }
+        return Promise.resolve("write");
+      });
+    },
+
+    registerProvided(registryName, registration, providerName) {
+      return write(registryName, registration, async (existing, fresh, toolName, name, client) => {
+        const served = await client.query<{ provider: string }>(
+          "SELECT DISTINCT provider FROM toolruntime.provider_tools WHERE registry = $1 AND tool = $2",
+          [name, toolName],
+        );
+        const providers = served.rows.map((row) => row.provider);
+        if (existing && !(providers.length === 1 && providers[0] === providerName)) {
+          throw new ToolRuntimeError(
+            "ALREADY_EXISTS",
+            ErrorType.Registration,
+            `tool ${quote(toolName)} is already served by ${providers.length > 0 ? `provider ${quote(providers[0] as string)}` : "this cluster or another registration"}: a provider cannot take it over`,
+            toolName,
+          );
+        }
+        await client.query(
+          `INSERT INTO toolruntime.provider_tools (registry, tool, replica, provider) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (registry, tool, replica) DO UPDATE SET provider = excluded.provider`,
+          [name, toolName, replicaId, providerName],
+        );
+        return existing && sameDefinition(existing, fresh) ? "adopt" : "write";
+      });
+    },
+
+    async withdrawProvided(registryName, toolName, providerName) {
       const name = resolveRegistryName(registryName);
-      const validated = validateSpec(registration.spec);
-      const toolName = validated.spec.name;
-      const fresh = create(ToolSpecSchema, { ...validated.spec, hasHandler: registration.handler !== undefined });
-      const view = await viewForWrite(name);
-      const restore = registration.handler
-        ? view.attachHandler(toolName, registration.handler, registration.hooks)
-        : undefined;
-      let outcome: { change?: ToolChange; existing?: ToolSpec };
-      try {
-        outcome = await inTransaction(database, async (client) => {
-          const head = await lockRegistry(client, name);
-          const row = await client.query<{ spec: Buffer }>(
-            "SELECT spec FROM toolruntime.tools WHERE registry = $1 AND name = $2",
-            [name, toolName],
-          );
-          const existing = row.rows[0] ? decodeSpec(row.rows[0].spec) : undefined;
-          if (existing && options.adopt && sameDefinition(existing, fresh)) return { existing };
-          if (existing && !options.replace && !options.adopt) {
-            throw new ToolRuntimeError(
-              "ALREADY_EXISTS",
-              ErrorType.Registration,
-              `tool ${quote(toolName)} is already registered in registry ${quote(name)}: choose another name, or remove it first`,
-              toolName,
-            );
-          }
-          if (existing?.hasHandler && !options.adopt) {
-            throw new ToolRuntimeError(
-              "FAILED_PRECONDITION",
-              ErrorType.Registration,
-              `tool ${quote(toolName)} is served by a handler in this cluster and cannot be replaced: register under another name`,
-              toolName,
-            );
-          }
-          if (!existing && head.toolCount >= maxTools) {
-            throw new ToolRuntimeError(
-              "RESOURCE_EXHAUSTED",
-              ErrorType.ResourceExhausted,
-              `registry ${quote(name)} holds its maximum of ${maxTools} tools: remove some first`,
-              toolName,
-            );
-          }
-          const version = head.version + 1n;
-          const spec = create(ToolSpecSchema, { ...fresh, version });
-          await client.query(
-            `INSERT INTO toolruntime.tools (registry, name, version, spec) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (registry, name) DO UPDATE SET version = excluded.version, spec = excluded.spec`,
-            [name, toolName, version.toString(), toBinary(ToolSpecSchema, spec)],
-          );
-          const change: ToolChange = { kind: existing ? "updated" : "added", spec, version };
-          await commitChange(client, name, change, existing ? 0 : 1);
-          return { change, ...(existing ? { existing } : {}) };
-        });
-      } catch (error) {
-        restore?.();
-        throw error;
-      }
-      const current = await follower.sync(name);
-      if (!outcome.change) {
-        current?.refreshHandler(toolName);
-        return { spec: current?.get(toolName)?.spec ?? (outcome.existing as ToolSpec), replaced: false };
-      }
-      return { spec: outcome.change.spec, replaced: outcome.existing !== undefined };
+      const view = await follower.sync(name);
+      if (!view) return false;
+      // No more runs of it here, whether or not another replica still serves it.
+      view.detachHandler(toolName);
+      const removed = await inTransaction(database, async (client) => {
+        const head = await lockRegistry(client, name);
+        await client.query(
+          "DELETE FROM toolruntime.provider_tools WHERE registry = $1 AND tool = $2 AND replica = $3",
+          [name, toolName, replicaId],
+        );
+        return removeIfUnserved(client, name, head.version, toolName);
+      });
+      if (removed) view.noteOffline(toolName, providerName);
+      await follower.sync(name);
+      return removed;
     },
 
     async remove(registryName, toolName, options = {}) {
@@ -237,6 +340,7 @@ export async function createPostgresToolStore(
 
     close() {
       follower.close();
+      clearInterval(directorySweeper);
       return Promise.resolve();
     },
   };

@@ -4,7 +4,7 @@ import type { ToolChange, ToolChangeKind } from "../../registry/change-log.js";
 import type { RegistrySet } from "../../registry/registry-set.js";
 import type { ToolRegistry } from "../../registry/tool-registry.js";
 import type { Doorbell } from "./doorbell.js";
-import { NextFlight } from "./next-flight.js";
+import { NextFlight } from "../../async/next-flight.js";
 import type { Database } from "./open-database.js";
 import { inTransaction, query } from "./transaction.js";
 

@@ -1,0 +1,278 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { randomUUID } from "node:crypto";
+import { ExecutionOptionsSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import { failed } from "../runner/run-outcome.js";
+import { resolvePageSize } from "../registry/page-token.js";
+import type { ToolRunner } from "../runner/tool-runner.js";
+import type { RunRequest, SlotRequest, StoredRun } from "../stores/run-store.js";
+import type { Ticket } from "./admission.js";
+import { ExecutionRecord, type Decision } from "./execution-record.js";
+import {
+  approvalNotPending,
+  checkCancellable,
+  checkDigest,
+  checkSameInputs,
+  ExecutionManager,
+  newDecision,
+  type ExecutionManagerOptions,
+  type StartOutcome,
+  type StartRequest,
+} from "./execution-manager.js";
+import { decodeToken, encodeToken, type ListExecutionsQuery } from "./execution-store.js";
+import { cancelledUnclaimed } from "./replica-lost.js";
+import { resolveRetryPolicy } from "./retry-policy.js";
+import { SharedRuns, type SharedRunsOptions } from "./shared-runs.js";
+
+/** Runs claimed at a time by one replica; the cluster's admission then decides when each runs. */
+const claimBatch = 16;
+
+/** What a shared manager needs from the runtime to run what it claims. */
+export interface SharedExecutionHooks {
+  /** The runner for a claimed run: a named one for ExecuteTool, a private one otherwise. */
+  runnerFor(lifecycle: RunRequest["lifecycle"], runnerName: string): ToolRunner;
+  /** The tools this replica has handlers for (its own and its providers'). */
+  claimableTools(): string[];
+}
+
+/**
+ * The execution manager of a replica sharing a run store. A run is created in the store before it
+ * is acknowledged; the replica that can execute it owns it (the one that started it when it has
+ * the tool's handler, otherwise the first one that can claim it) and persists its changes. Any
+ * replica reads, lists and watches any run (mirrors follow the store), and reaches the owner for a
+ * cancellation or an approval through the store; an approval is decided once, in the store.
+ * Idempotency keys are global; admission limits (runs at once, per tool, the queue) hold across the
+ * cluster, with one FIFO queue in the store.
+ */
+export class SharedExecutionManager extends ExecutionManager {
+  readonly shared: SharedRuns;
+
+  constructor(
+    options: ExecutionManagerOptions,
+    sharedOptions: SharedRunsOptions,
+    private readonly hooks: SharedExecutionHooks,
+  ) {
+    super(options);
+    this.shared = new SharedRuns(sharedOptions, {
+      ownedRecord: (id) => this.#owned(id),
+      resume: (run) => {
+        this.#resume(run).catch((error: unknown) =>
+          this.logger?.error({ err: error, executionId: run.id }, "a claimed run could not start"),
+        );
+      },
+      // Admission is the cluster's: a claimed run waits in the cluster's queue like any other.
+      claimable: () => ({ toolNames: hooks.claimableTools(), room: claimBatch }),
+      eventLimits: this.eventLimits,
+      logger: this.logger,
+      maxConcurrent: this.admission.maxConcurrent,
+    });
+  }
+
+  override async startRun(request: StartRequest): Promise<StartOutcome> {
+    const { prepared, spec, retry, key } = this.checkStart(request, true);
+    const name = spec.name;
+    const store = this.shared.store;
+    const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
+    // Without approval, a run this replica executes is admitted as it is created, so a full queue
+    // is the caller's status code and creates nothing. A claimer admits the others.
+    const slot = prepared && !needsApproval ? this.#slotRequest(spec.maxConcurrency) : undefined;
+    const init = {
+      id: randomUUID(),
+      toolName: name,
+      runnerName: request.runner.name,
+      caller: request.caller,
+      inputs: request.inputs,
+      writes: spec.capabilities?.writes ?? false,
+      idempotencyKey: key,
+      eventLimits: this.eventLimits,
+    };
+    const draft = new ExecutionRecord({ ...init, ordinal: 0 });
+    if (!prepared) draft.state = ExecutionState.QUEUED;
+    const created = await store.create(
+      {
+        id: init.id,
+        execution: draft.toProto(),
+        request: toRunRequest(request),
+        retrySafe: (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false,
+        owner: prepared ? store.replicaId : undefined,
+      },
+      key,
+      slot,
+    );
+    if ("existing" in created) {
+      checkSameInputs(created.existing.execution.inputsDigest, created.existing.id, request, key, name);
+      return { record: await this.getRun(created.existing.id), deduplicated: true };
+    }
+    if (!prepared) return { record: await this.getRun(init.id), deduplicated: false };
+    const record = new ExecutionRecord({ ...init, ordinal: created.ordinal });
+    this.store.add(record);
+    this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0);
+    const ticket = created.slot ? this.shared.ticket(record.id, created.slot) : undefined;
+    this.launch(record, request, prepared, retry, ticket);
+    return { record, deduplicated: false };
+  }
+
+  override async getRun(id: string): Promise<ExecutionRecord> {
+    return this.#owned(id) ?? (await this.shared.mirror(id)) ?? this.get(id);
+  }
+
+  override async listRuns(query: ListExecutionsQuery): Promise<{ records: ExecutionRecord[]; nextPageToken: string }> {
+    const pageSize = resolvePageSize(query.pageSize);
+    let before = decodeToken(query.pageToken);
+    const records: ExecutionRecord[] = [];
+    // Reads past the page by one match, to know whether another page follows.
+    for (;;) {
+      const batch = await this.shared.store.list({
+        toolName: query.toolName,
+        state: query.state,
+        beforeOrdinal: before,
+        limit: 100,
+      });
+      for (const run of batch) {
+        const record = this.#owned(run.id) ?? this.shared.listed(run);
+        if (query.include?.(record) ?? true) records.push(record);
+        if (records.length > pageSize) break;
+      }
+      const last = batch.at(-1);
+      if (records.length > pageSize || batch.length < 100 || !last) break;
+      before = last.ordinal;
+    }
+    const page = records.slice(0, pageSize);
+    const tail = page.at(-1);
+    return { records: page, nextPageToken: records.length > pageSize && tail ? encodeToken(tail.init.ordinal) : "" };
+  }
+
+  override async cancelRun(id: string, reason: string | Error): Promise<ExecutionRecord> {
+    if (this.#owned(id)) return this.cancel(id, reason);
+    const mirror = await this.getRun(id);
+    checkCancellable(mirror);
+    if (mirror.isLive) {
+      const text = typeof reason === "string" ? reason : reason.message;
+      await this.shared.store.requestCancel(id, text, (run) => cancelledUnclaimed(run, text));
+    }
+    return this.getRun(id);
+  }
+
+  override async decideRun(
+    id: string,
+    approved: boolean,
+    inputsDigest: string,
+    decidedBy: string,
+    comment: string,
+  ): Promise<ExecutionRecord> {
+    const record = await this.getRun(id);
+    checkDigest(record, inputsDigest);
+    const decision = newDecision(approved, decidedBy, comment);
+    // The owner's state is stored before the decision is checked against it.
+    await record.durable();
+    if (!(await this.shared.store.decide(id, toStoredDecision(decision)))) throw approvalNotPending(record);
+    if (!record.isMirror) record.decide(decision);
+    return record.isMirror ? this.getRun(id) : record;
+  }
+
+  override close(): void {
+    super.close();
+    this.shared.close();
+  }
+
+  protected override decideByTimeout(record: ExecutionRecord, decision: Decision): void {
+    // Decided in the store, so a decision sent through another replica meanwhile wins once.
+    record
+      .durable()
+      .then(() => this.shared.store.decide(record.id, toStoredDecision(decision)))
+      .then(
+        (taken) => taken && record.decide(decision),
+        (error: unknown) => this.logger?.warn({ err: error, executionId: record.id }, "approval timeout not recorded"),
+      );
+  }
+
+  protected override async admit(record: ExecutionRecord, _toolName: string, toolLimit: number): Promise<Ticket> {
+    return this.shared.ticket(record.id, await this.shared.store.admit(record.id, this.#slotRequest(toolLimit)));
+  }
+
+  #slotRequest(toolLimit: number): SlotRequest {
+    return { toolLimit, maxConcurrent: this.admission.maxConcurrent, maxQueued: this.admission.maxQueued };
+  }
+
+  protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {
+    return () => record.durable();
+  }
+
+  #owned(id: string): ExecutionRecord | undefined {
+    const record = this.store.get(id);
+    return record && !record.isMirror ? record : undefined;
+  }
+
+  /** Starts here a run claimed from the store: a new one, or one taken back from a lost replica. */
+  async #resume(run: StoredRun): Promise<void> {
+    const stored = run.request;
+    const execution = run.execution;
+    const record = new ExecutionRecord({
+      id: run.id,
+      ordinal: run.ordinal,
+      toolName: execution.toolName,
+      runnerName: execution.runner,
+      caller: execution.caller,
+      inputs: stored.inputs,
+      writes: execution.writes,
+      idempotencyKey: execution.idempotencyKey,
+      eventLimits: this.eventLimits,
+    });
+    const events = await this.shared.store.events(run.id, 0);
+    record.restore(execution, events);
+    this.store.add(record);
+    this.shared.persist(record, { id: run.id, owner: this.shared.store.replicaId, epoch: run.epoch }, events.length);
+    const options =
+      stored.options === "" ? undefined : fromBinary(ExecutionOptionsSchema, Buffer.from(stored.options, "base64"));
+    const request: StartRequest = {
+      runner: this.hooks.runnerFor(stored.lifecycle, stored.runnerName),
+      requireActive: stored.lifecycle === "execute",
+      toolName: stored.toolName,
+      inputs: stored.inputs,
+      timeoutMs: stored.timeoutMs,
+      options,
+      caller: execution.caller,
+      traceParent: stored.traceParent === "" ? undefined : stored.traceParent,
+    };
+    try {
+      // Activation was checked when the run started; the tool must still be here.
+      const prepared = request.runner.prepare(stored.toolName, { timeoutMs: stored.timeoutMs }, false);
+      const spec = prepared.tool.spec;
+      const approved = events.some((event) => event.event.case === "approvalDecided" && event.event.value.approved);
+      const ticket =
+        spec.capabilities?.humanApprovalRequired && !approved
+          ? undefined
+          : this.admission.admit(spec.name, spec.maxConcurrency);
+      this.launch(record, request, prepared, resolveRetryPolicy(options?.retryPolicy, spec), ticket, {
+        discovered: events.some((event) => event.event.case === "discovered"),
+        approved,
+        firstAttempt: execution.attempts + 1,
+      });
+    } catch (error) {
+      const details = error instanceof Error ? error.message : String(error);
+      const type = (error as { errorType?: string }).errorType ?? "InternalError";
+      record.stopClock();
+      record.append({
+        case: "completed",
+        value: { result: failed(stored.toolName, type, details, 0, { execution_id: run.id }) },
+      });
+      record.finish(failed(stored.toolName, type, details, 0, { execution_id: run.id }));
+      this.store.finished(record);
+    }
+  }
+}
+
+function toRunRequest(request: StartRequest): RunRequest {
+  return {
+    toolName: request.toolName,
+    lifecycle: request.requireActive ? "execute" : "run",
+    runnerName: request.runner.name,
+    inputs: request.inputs as RunRequest["inputs"],
+    timeoutMs: request.timeoutMs,
+    options: request.options ? Buffer.from(toBinary(ExecutionOptionsSchema, request.options)).toString("base64") : "",
+    traceParent: request.traceParent ?? "",
+  };
+}
+
+function toStoredDecision(decision: Decision) {
+  return { ...decision, decidedAt: decision.decidedAt.toISOString() };
+}

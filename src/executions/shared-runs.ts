@@ -1,0 +1,260 @@
+import type { Logger } from "pino";
+import { NextFlight } from "../async/next-flight.js";
+import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { quote } from "../registry/names.js";
+import type { RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
+import type { Ticket } from "./admission.js";
+import { ExecutionRecord, type EventLimits } from "./execution-record.js";
+import { decideLostRun } from "./replica-lost.js";
+
+/** Timing of a replica's part in shared runs. */
+export interface SharedRunsOptions {
+  readonly store: RunStore;
+  /** How long a replica's lease lasts, in milliseconds (the store's lease). Default 10,000. */
+  readonly leaseMs?: number;
+  /** How long the owner of a run batches its events before writing them, in milliseconds. Default 20. */
+  readonly flushWindowMs?: number;
+  /** Interval of the polls that back up the doorbell, in milliseconds. Default 500. */
+  readonly pollIntervalMs?: number;
+}
+
+/** What shared runs need from the execution manager of this replica. */
+export interface SharedRunsHost {
+  /** The live or retained record of a run this replica owns, if any. */
+  ownedRecord(id: string): ExecutionRecord | undefined;
+  /** Starts, on this replica, a run claimed from the store (or taken back after a lost replica). */
+  resume(run: StoredRun): void;
+  /** The tools this replica can run, and how many more runs it would start now. */
+  claimable(): { toolNames: string[]; room: number };
+  readonly eventLimits: EventLimits;
+  readonly logger: Logger | undefined;
+  /** Most runs executing at once across the cluster (this replica's setting). */
+  readonly maxConcurrent: number;
+}
+
+const maxMirrors = 10_000;
+
+/**
+ * This replica's part in runs shared through a store: it persists the runs it owns (events batched
+ * per flush window, under the run's fence), keeps mirrors of runs others own for reading and
+ * watching, relays cancellations and approvals that arrive through other replicas to its own runs,
+ * claims runs it can execute, renews its lease, and takes over the runs of lost replicas.
+ */
+export class SharedRuns {
+  readonly store: RunStore;
+  readonly #host: SharedRunsHost;
+  readonly #flushWindowMs: number;
+  readonly #mirrors = new Map<string, ExecutionRecord>();
+  readonly #refreshes = new Map<string, NextFlight>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #claiming: NextFlight;
+  /** Runs of this replica waiting in the cluster's queue, and how to let each in. */
+  readonly #waiting = new Map<string, () => void>();
+  readonly #controlling: NextFlight;
+  #closed = false;
+
+  constructor(options: SharedRunsOptions, host: SharedRunsHost) {
+    this.store = options.store;
+    this.#host = host;
+    this.#flushWindowMs = options.flushWindowMs ?? 20;
+    const leaseMs = options.leaseMs ?? 10_000;
+    const pollMs = options.pollIntervalMs ?? 500;
+    this.#claiming = new NextFlight(() => this.#claim());
+    this.#controlling = new NextFlight(() => this.#applyControl());
+    const report = (what: string) => (error: unknown) => {
+      if (!this.#closed) host.logger?.warn({ err: error }, `shared runs: ${what} failed; retrying`);
+    };
+    this.store.onRunChange((id) => {
+      if (id !== "" && this.#mirrors.get(id)?.isLive) this.#refresh(id).catch(report("refresh"));
+    });
+    this.store.onClaimable(() => void this.#claiming.run().catch(report("claim")));
+    this.store.onControl(() => void this.#controlling.run().catch(report("control")));
+    this.#every(pollMs, () => {
+      for (const [id, mirror] of this.#mirrors) if (mirror.isLive) this.#refresh(id).catch(report("refresh"));
+      void this.#claiming.run().catch(report("claim"));
+      void this.#controlling.run().catch(report("control"));
+    });
+    this.#every(Math.max(100, Math.floor(leaseMs / 3)), () => {
+      this.store.renewLease().catch(report("lease renewal"));
+    });
+    this.#every(Math.max(100, Math.floor(leaseMs / 2)), () => {
+      this.store.sweep(decideLostRun, host.maxConcurrent).then((taken) => {
+        if (taken > 0) void this.#claiming.run().catch(report("claim"));
+      }, report("sweep"));
+    });
+  }
+
+  /**
+   * Persists a run this replica owns: each change is written within the flush window (the end at
+   * once), one transaction and one doorbell per flush, under `fence`. A refused write means another
+   * replica took the run (this one was cut off past its lease): the local run is then cancelled and
+   * writes nothing more.
+   */
+  persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number): void {
+    let flushed = alreadyStored;
+    let fenced = false;
+    let timer: NodeJS.Timeout | undefined;
+    let chain: Promise<void> = Promise.resolve();
+    const flush = (): Promise<void> => {
+      clearTimeout(timer);
+      timer = undefined;
+      const next = chain.then(async () => {
+        if (fenced) throw lostOwnership(record);
+        const events = record.events.slice(flushed);
+        if (events.length === 0 && record.isLive) return;
+        const written = await this.store.flush(fence, events, record.toProto());
+        if (!written) {
+          fenced = true;
+          if (record.isLive && !record.cancellation.signal.aborted) record.cancellation.abort(lostOwnership(record));
+          throw lostOwnership(record);
+        }
+        flushed += events.length;
+      });
+      // A failed flush leaves its events unflushed: the next change, or a retry, writes them.
+      chain = next.catch(() => {
+        if (!fenced && !this.#closed && flushed < record.events.length) timer ??= setTimeout(() => void flush(), 1000);
+      });
+      return next;
+    };
+    record.persistWith(flush, () => {
+      if (!record.isLive) void flush().catch(() => undefined);
+      else timer ??= setTimeout(() => void flush().catch(() => undefined), this.#flushWindowMs);
+    });
+  }
+
+  /**
+   * A mirror of the run `id`, up to date with the store, or undefined when the store has no such
+   * run. Mirrors of live runs follow the store (doorbell and poll) so watchers see their events.
+   */
+  async mirror(id: string): Promise<ExecutionRecord | undefined> {
+    await this.#refresh(id);
+    return this.#mirrors.get(id);
+  }
+
+  /**
+   * The admission ticket of a run the store admitted (see RunStore.admit): granted at once when it
+   * holds a slot, otherwise when the store gives it one (this replica's doorbell rings, or a poll
+   * finds it). Releasing gives the slot back, or leaves the queue, across the cluster.
+   */
+  ticket(id: string, outcome: SlotOutcome): Ticket {
+    const granted =
+      outcome.slot === "held" ? Promise.resolve() : new Promise<void>((resolve) => this.#waiting.set(id, resolve));
+    let released = false;
+    return {
+      granted,
+      immediate: outcome.slot === "held",
+      position: outcome.position,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#waiting.delete(id);
+        this.store.release(id, this.#host.maxConcurrent).catch((error: unknown) => {
+          this.#host.logger?.warn({ err: error, executionId: id }, "admission slot not given back; a sweep will");
+        });
+      },
+    };
+  }
+
+  /** A record for a listing: a mirror when one is kept, else one made from the stored run. */
+  listed(run: StoredRun): ExecutionRecord {
+    return this.#mirrors.get(run.id) ?? this.#newMirror(run);
+  }
+
+  /** Stops the loops (the store set closes the store itself). */
+  close(): void {
+    this.#closed = true;
+    for (const timer of this.#timers) clearInterval(timer);
+  }
+
+  #every(ms: number, task: () => void): void {
+    const timer = setInterval(task, ms);
+    timer.unref();
+    this.#timers.push(timer);
+  }
+
+  #refresh(id: string): Promise<void> {
+    let flight = this.#refreshes.get(id);
+    if (!flight) {
+      flight = new NextFlight(async () => {
+        try {
+          const run = await this.store.get(id);
+          if (!run) return;
+          const mirror = this.#mirrors.get(id) ?? this.#keep(this.#newMirror(run));
+          const events = await this.store.events(id, mirror.events.length);
+          mirror.refresh(run.execution, events);
+        } finally {
+          if (!this.#mirrors.get(id)?.isLive) this.#refreshes.delete(id);
+        }
+      });
+      this.#refreshes.set(id, flight);
+    }
+    return flight.run();
+  }
+
+  #newMirror(run: StoredRun): ExecutionRecord {
+    const execution = run.execution;
+    const mirror = new ExecutionRecord({
+      id: run.id,
+      ordinal: run.ordinal,
+      toolName: execution.toolName,
+      runnerName: execution.runner,
+      caller: execution.caller,
+      inputs: run.request.inputs,
+      writes: execution.writes,
+      idempotencyKey: execution.idempotencyKey,
+      eventLimits: this.#host.eventLimits,
+    });
+    mirror.refresh(execution, []);
+    return mirror;
+  }
+
+  #keep(mirror: ExecutionRecord): ExecutionRecord {
+    if (this.#mirrors.size >= maxMirrors) {
+      // The oldest finished mirror goes first; a live one is followed until it ends.
+      for (const [id, kept] of this.#mirrors) {
+        if (!kept.isLive) {
+          this.#mirrors.delete(id);
+          break;
+        }
+      }
+    }
+    this.#mirrors.set(mirror.id, mirror);
+    return mirror;
+  }
+
+  async #claim(): Promise<void> {
+    if (this.#closed) return;
+    const { toolNames, room } = this.#host.claimable();
+    const claimed = await this.store.claim(toolNames, room);
+    for (const run of claimed) this.#host.resume(run);
+  }
+
+  async #applyControl(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#waiting.size > 0) {
+      for (const id of await this.store.held([...this.#waiting.keys()])) {
+        this.#waiting.get(id)?.();
+        this.#waiting.delete(id);
+      }
+    }
+    for (const control of await this.store.pendingControl()) {
+      const record = this.#host.ownedRecord(control.id);
+      if (!record?.isLive) continue;
+      if (control.cancelReason !== undefined && !record.cancellation.signal.aborted) {
+        record.cancellation.abort(new Error(control.cancelReason));
+      }
+      if (control.decision) {
+        record.decide({ ...control.decision, decidedAt: new Date(control.decision.decidedAt) });
+      }
+    }
+  }
+}
+
+function lostOwnership(record: ExecutionRecord): ToolRuntimeError {
+  return new ToolRuntimeError(
+    "UNAVAILABLE",
+    ErrorType.ReplicaLost,
+    `this replica lost run ${quote(record.id)} of ${quote(record.toolName)}: its lease expired and another replica took it over`,
+    record.toolName,
+  );
+}

@@ -1,0 +1,444 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { ExecutionSchema, ExecutionState } from "../../../gen/toolruntime/v1/execution_pb.js";
+import { RunEventSchema, type RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
+import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
+import { quote } from "../../registry/names.js";
+import type {
+  EndedRun,
+  RequeuedRun,
+  RunRequest,
+  RunStore,
+  SlotOutcome,
+  SlotRequest,
+  StoredDecision,
+  StoredRun,
+} from "../run-store.js";
+import type { Doorbell } from "./doorbell.js";
+import type { PostgresRunStoreOptions } from "./postgres-options.js";
+import type { Database } from "./open-database.js";
+import { inTransaction, query } from "./transaction.js";
+
+/** Channels of the doorbell: a run changed (payload: its id), runs wait to be claimed, control for an owner. */
+const runsChannel = "toolruntime_runs";
+const claimsChannel = "toolruntime_claims";
+const controlChannel = "toolruntime_control";
+
+interface RunRow {
+  id: string;
+  ordinal: string;
+  record: Buffer;
+  request: RunRequest;
+  owner: string | null;
+  epoch: number;
+  last_sequence: number;
+  retry_safe: boolean;
+}
+
+const runColumns = "id, ordinal, record, request, owner, epoch, last_sequence, retry_safe";
+/** Serialises admission decisions across the cluster ("tlrtadm" in ASCII). */
+const admissionLockKey = 0x746c72746164;
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const live = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, ExecutionState.RUNNING];
+
+/**
+ * The run store on PostgreSQL. Ownership is a row's `owner` and `epoch`: an owner's every write
+ * names both and is refused once a takeover bumped the epoch, so a replica paused past its lease
+ * cannot write late events or a second result. Claims take unowned runs with `FOR UPDATE SKIP
+ * LOCKED`, so no run is claimed twice. Notifications are a doorbell only: one per flush of a run
+ * (events are batched by the owner), never one per event; readers re-read rows and poll.
+ */
+export async function createPostgresRunStore(
+  database: Database,
+  doorbell: Doorbell,
+  options: PostgresRunStoreOptions = {},
+): Promise<RunStore> {
+  const replicaId = randomUUID();
+  const leaseMs = options.leaseMs ?? 10_000;
+  const leaseInterval = `${leaseMs} milliseconds`;
+  await query(database, "INSERT INTO toolruntime.replicas (id, lease_expires_at) VALUES ($1, now() + $2::interval)", [
+    replicaId,
+    leaseInterval,
+  ]);
+
+  const toStored = (row: RunRow): StoredRun => ({
+    id: row.id,
+    ordinal: Number(row.ordinal),
+    execution: fromBinary(ExecutionSchema, row.record),
+    request: row.request,
+    owner: row.owner ?? undefined,
+    epoch: row.epoch,
+    lastSequence: row.last_sequence,
+    retrySafe: row.retry_safe,
+  });
+
+  /** Appends events after `last` and writes the record, for a run locked by this transaction. */
+  const writeEnd = async (client: pg.PoolClient, run: StoredRun, lastSequence: number, end: EndedRun | RequeuedRun) => {
+    await insertEvents(client, run.id, lastSequence, end.events);
+    const ended = end.kind === "ended";
+    await client.query(
+      `UPDATE toolruntime.executions
+          SET record = $2, state = $3, live = $4, owner = NULL, epoch = epoch + 1, slot = 'none',
+              last_sequence = $5, finished_at = CASE WHEN $4 THEN NULL ELSE now() END
+        WHERE id = $1`,
+      [run.id, toBinary(ExecutionSchema, end.execution), end.execution.state, !ended, lastSequence + end.events.length],
+    );
+    await client.query("SELECT pg_notify($1, $2)", [runsChannel, run.id]);
+    if (!ended) await client.query("SELECT pg_notify($1, '')", [claimsChannel]);
+  };
+
+  /**
+   * Asks for a slot under the cluster's admission lock (see RunStore.admit). Counts exclude the run
+   * itself, so asking again is harmless.
+   */
+  const admitIn = async (
+    client: pg.PoolClient,
+    id: string,
+    toolName: string,
+    slot: SlotRequest,
+  ): Promise<SlotOutcome> => {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+    const { rows } = await client.query<{ held: string; tool_held: string; waiting: string; tool_waiting: string }>(
+      `SELECT count(*) FILTER (WHERE slot = 'held') AS held,
+              count(*) FILTER (WHERE slot = 'held' AND tool_name = $1) AS tool_held,
+              count(*) FILTER (WHERE slot = 'waiting') AS waiting,
+              count(*) FILTER (WHERE slot = 'waiting' AND tool_name = $1) AS tool_waiting
+         FROM toolruntime.executions WHERE live AND slot <> 'none' AND id <> $2`,
+      [toolName, id],
+    );
+    const counts = rows[0] as { held: string; tool_held: string; waiting: string; tool_waiting: string };
+    const fits =
+      Number(counts.held) < slot.maxConcurrent &&
+      (slot.toolLimit === 0 || Number(counts.tool_held) < slot.toolLimit) &&
+      Number(counts.tool_waiting) === 0;
+    if (fits) {
+      await client.query("UPDATE toolruntime.executions SET slot = 'held', tool_limit = $2 WHERE id = $1", [
+        id,
+        slot.toolLimit,
+      ]);
+      return { slot: "held", position: 0 };
+    }
+    const waiting = Number(counts.waiting);
+    if (waiting >= slot.maxQueued) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `run of ${quote(toolName)} cannot be queued: ${waiting} runs already wait across the cluster, the most allowed; retry later`,
+        toolName,
+        Math.min(30_000, Math.max(100, Math.round((waiting / Math.max(1, slot.maxConcurrent)) * 100))),
+      );
+    }
+    await client.query("UPDATE toolruntime.executions SET slot = 'waiting', tool_limit = $2 WHERE id = $1", [
+      id,
+      slot.toolLimit,
+    ]);
+    return { slot: "waiting", position: waiting };
+  };
+
+  /**
+   * Gives slots to waiting runs in queue order while they fit (a run whose tool is at its own limit
+   * lets later runs of other tools pass), and rings each owner's doorbell. The admission lock is held.
+   */
+  const dispatchIn = async (client: pg.PoolClient, maxConcurrent: number): Promise<void> => {
+    const held = await client.query<{ tool_name: string; count: string }>(
+      "SELECT tool_name, count(*) FROM toolruntime.executions WHERE live AND slot = 'held' GROUP BY tool_name",
+    );
+    const heldByTool = new Map(held.rows.map((row) => [row.tool_name, Number(row.count)]));
+    let total = [...heldByTool.values()].reduce((sum, count) => sum + count, 0);
+    if (total >= maxConcurrent) return;
+    const waiting = await client.query<{ id: string; tool_name: string; tool_limit: number; owner: string | null }>(
+      "SELECT id, tool_name, tool_limit, owner FROM toolruntime.executions WHERE live AND slot = 'waiting' ORDER BY ordinal",
+    );
+    const granted: string[] = [];
+    const owners = new Set<string>();
+    for (const run of waiting.rows) {
+      if (total >= maxConcurrent) break;
+      const running = heldByTool.get(run.tool_name) ?? 0;
+      if (run.tool_limit !== 0 && running >= run.tool_limit) continue;
+      heldByTool.set(run.tool_name, running + 1);
+      total += 1;
+      granted.push(run.id);
+      if (run.owner) owners.add(run.owner);
+    }
+    if (granted.length === 0) return;
+    await client.query("UPDATE toolruntime.executions SET slot = 'held' WHERE id = ANY($1::uuid[])", [granted]);
+    for (const owner of owners) await client.query("SELECT pg_notify($1, $2)", [controlChannel, owner]);
+  };
+
+  return {
+    replicaId,
+
+    async create(run, idempotencyKey, slot) {
+      for (;;) {
+        const outcome = await inTransaction(database, async (client) => {
+          const inserted = await client.query<{ ordinal: string }>(
+            `INSERT INTO toolruntime.executions
+               (id, tool_name, caller, idempotency_key, state, live, retry_safe, record, request, owner)
+             VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8, $9)
+             ON CONFLICT (caller, tool_name, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+             RETURNING ordinal`,
+            [
+              run.id,
+              run.execution.toolName,
+              run.execution.caller,
+              idempotencyKey,
+              run.execution.state,
+              run.retrySafe,
+              toBinary(ExecutionSchema, run.execution),
+              JSON.stringify(run.request),
+              run.owner ?? null,
+            ],
+          );
+          const row = inserted.rows[0];
+          if (!row) return undefined;
+          // Admitted in the same transaction: a full queue creates nothing.
+          const admitted = slot ? await admitIn(client, run.id, run.execution.toolName, slot) : undefined;
+          if (run.owner === undefined) await client.query("SELECT pg_notify($1, '')", [claimsChannel]);
+          return { ordinal: Number(row.ordinal), slot: admitted };
+        });
+        if (outcome) return outcome;
+        const existing = await query<RunRow>(
+          database,
+          `SELECT ${runColumns} FROM toolruntime.executions WHERE caller = $1 AND tool_name = $2 AND idempotency_key = $3`,
+          [run.execution.caller, run.execution.toolName, idempotencyKey],
+        );
+        // Evicted between the two statements: try again.
+        if (existing.rows[0]) return { existing: toStored(existing.rows[0]) };
+      }
+    },
+
+    admit(id, slot) {
+      return inTransaction(database, async (client) => {
+        const { rows } = await client.query<{ tool_name: string }>(
+          "SELECT tool_name FROM toolruntime.executions WHERE id = $1",
+          [id],
+        );
+        return admitIn(client, id, rows[0]?.tool_name ?? "", slot);
+      });
+    },
+
+    release(id, maxConcurrent) {
+      return inTransaction(database, async (client) => {
+        await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+        const released = await client.query(
+          "UPDATE toolruntime.executions SET slot = 'none' WHERE id = $1 AND slot <> 'none'",
+          [id],
+        );
+        if ((released.rowCount ?? 0) > 0) await dispatchIn(client, maxConcurrent);
+      });
+    },
+
+    async held(ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await query<{ id: string }>(
+        database,
+        "SELECT id FROM toolruntime.executions WHERE id = ANY($1::uuid[]) AND slot = 'held'",
+        [ids],
+      );
+      return rows.map((row) => row.id);
+    },
+
+    flush(fence, events, execution) {
+      return inTransaction(database, async (client) => {
+        const finished = !live.includes(execution.state);
+        const updated = await client.query<{ last_sequence: number }>(
+          `UPDATE toolruntime.executions
+              SET record = $4, state = $5, live = $6, last_sequence = last_sequence + $7,
+                  finished_at = CASE WHEN $6 THEN NULL ELSE coalesce(finished_at, now()) END
+            WHERE id = $1 AND owner = $2 AND epoch = $3
+        RETURNING last_sequence - $7 AS last_sequence`,
+          [
+            fence.id,
+            fence.owner,
+            fence.epoch,
+            toBinary(ExecutionSchema, execution),
+            execution.state,
+            !finished,
+            events.length,
+          ],
+        );
+        const row = updated.rows[0];
+        if (!row) return false;
+        await insertEvents(client, fence.id, row.last_sequence, events);
+        await client.query("SELECT pg_notify($1, $2)", [runsChannel, fence.id]);
+        return true;
+      });
+    },
+
+    async get(id) {
+      if (!uuidPattern.test(id)) return undefined;
+      const { rows } = await query<RunRow>(database, `SELECT ${runColumns} FROM toolruntime.executions WHERE id = $1`, [
+        id,
+      ]);
+      return rows[0] ? toStored(rows[0]) : undefined;
+    },
+
+    async events(id, afterSequence) {
+      const { rows } = await query<{ event: Buffer }>(
+        database,
+        "SELECT event FROM toolruntime.execution_events WHERE execution_id = $1 AND sequence > $2 ORDER BY sequence",
+        [id, afterSequence],
+      );
+      return rows.map((row) => fromBinary(RunEventSchema, row.event));
+    },
+
+    async list(runQuery) {
+      const { rows } = await query<RunRow>(
+        database,
+        `SELECT ${runColumns} FROM toolruntime.executions
+          WHERE ordinal < $1 AND ($2 = '' OR tool_name = $2) AND ($3 = 0 OR state = $3)
+          ORDER BY ordinal DESC LIMIT $4`,
+        [
+          Number.isFinite(runQuery.beforeOrdinal) ? runQuery.beforeOrdinal : Number.MAX_SAFE_INTEGER,
+          runQuery.toolName,
+          runQuery.state,
+          runQuery.limit,
+        ],
+      );
+      return rows.map(toStored);
+    },
+
+    async requestCancel(id, reason, ended) {
+      if (!uuidPattern.test(id)) return false;
+      return inTransaction(database, async (client) => {
+        const { rows } = await client.query<RunRow & { live: boolean }>(
+          `SELECT ${runColumns}, live FROM toolruntime.executions WHERE id = $1 FOR UPDATE`,
+          [id],
+        );
+        const row = rows[0];
+        if (!row?.live) return false;
+        if (row.owner === null) {
+          await writeEnd(client, toStored(row), row.last_sequence, ended(toStored(row)));
+          return true;
+        }
+        await client.query(
+          "UPDATE toolruntime.executions SET cancel_reason = coalesce(cancel_reason, $2) WHERE id = $1",
+          [id, reason],
+        );
+        await client.query("SELECT pg_notify($1, $2)", [controlChannel, row.owner]);
+        return true;
+      });
+    },
+
+    async decide(id, decision: StoredDecision) {
+      if (!uuidPattern.test(id)) return false;
+      const { rows } = await query<{ owner: string | null }>(
+        database,
+        `UPDATE toolruntime.executions SET decision = $2
+          WHERE id = $1 AND live AND state = $3 AND decision IS NULL
+        RETURNING owner`,
+        [id, JSON.stringify(decision), ExecutionState.AWAITING_APPROVAL],
+      );
+      if (!rows[0]) return false;
+      await query(database, "SELECT pg_notify($1, $2)", [controlChannel, rows[0].owner ?? ""]);
+      return true;
+    },
+
+    async pendingControl(ids) {
+      const { rows } = await query<{ id: string; cancel_reason: string | null; decision: StoredDecision | null }>(
+        database,
+        `SELECT id, cancel_reason, decision FROM toolruntime.executions
+          WHERE owner = $1 AND live AND (cancel_reason IS NOT NULL OR decision IS NOT NULL)
+            AND ($2::uuid[] IS NULL OR id = ANY($2))`,
+        [replicaId, ids ?? null],
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        cancelReason: row.cancel_reason ?? undefined,
+        decision: row.decision ?? undefined,
+      }));
+    },
+
+    async claim(toolNames, limit) {
+      if (toolNames.length === 0 || limit <= 0) return [];
+      const { rows } = await query<RunRow>(
+        database,
+        `UPDATE toolruntime.executions e SET owner = $1, epoch = e.epoch + 1
+           FROM (SELECT id FROM toolruntime.executions
+                  WHERE live AND owner IS NULL AND tool_name = ANY($2)
+                  ORDER BY ordinal LIMIT $3 FOR UPDATE SKIP LOCKED) claimed
+          WHERE e.id = claimed.id
+      RETURNING e.id, e.ordinal, e.record, e.request, e.owner, e.epoch, e.last_sequence, e.retry_safe`,
+        [replicaId, toolNames, limit],
+      );
+      return rows.map(toStored).sort((a, b) => a.ordinal - b.ordinal);
+    },
+
+    sweep(decide, maxConcurrent) {
+      return inTransaction(database, async (client) => {
+        // The admission lock first, as every transaction that takes both does: no lock cycle.
+        await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+        const { rows } = await client.query<RunRow>(
+          `SELECT ${runColumns} FROM toolruntime.executions e
+            WHERE live AND owner IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = e.owner AND r.lease_expires_at > now())
+            ORDER BY ordinal LIMIT 100 FOR UPDATE SKIP LOCKED`,
+        );
+        for (const row of rows) await writeEnd(client, toStored(row), row.last_sequence, decide(toStored(row)));
+        if (rows.length > 0) await dispatchIn(client, maxConcurrent);
+        // Replicas gone for good: no lease and no run left to them.
+        await client.query(
+          `DELETE FROM toolruntime.replicas r WHERE lease_expires_at < now()
+              AND NOT EXISTS (SELECT 1 FROM toolruntime.executions e WHERE e.owner = r.id AND e.live)`,
+        );
+        return rows.length;
+      });
+    },
+
+    async renewLease() {
+      const renewed = await query(
+        database,
+        "UPDATE toolruntime.replicas SET lease_expires_at = now() + $2::interval WHERE id = $1 AND lease_expires_at > now()",
+        [replicaId, leaseInterval],
+      );
+      if ((renewed.rowCount ?? 0) > 0) return true;
+      // Expired (paused, or cut off from the database): this replica's runs may have been taken.
+      await query(
+        database,
+        `INSERT INTO toolruntime.replicas (id, lease_expires_at) VALUES ($1, now() + $2::interval)
+         ON CONFLICT (id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at`,
+        [replicaId, leaseInterval],
+      );
+      return false;
+    },
+
+    async evict(maxRetained, retentionMs) {
+      await query(
+        database,
+        `DELETE FROM toolruntime.executions WHERE NOT live AND finished_at < now() - $1::interval`,
+        [`${retentionMs} milliseconds`],
+      );
+      await query(
+        database,
+        `DELETE FROM toolruntime.executions WHERE id IN (
+           SELECT id FROM toolruntime.executions WHERE NOT live ORDER BY finished_at DESC OFFSET $1)`,
+        [maxRetained],
+      );
+    },
+
+    onRunChange: (listener) => void doorbell.listen(runsChannel, listener),
+    onClaimable: (listener) => void doorbell.listen(claimsChannel, () => listener()),
+    onControl: (listener) =>
+      void doorbell.listen(controlChannel, (owner) => {
+        if (owner === replicaId || owner === "") listener();
+      }),
+
+    async close() {
+      // Leaving at once lets the others take this replica's remaining runs without waiting for its lease.
+      await query(database, "UPDATE toolruntime.replicas SET lease_expires_at = now() WHERE id = $1", [
+        replicaId,
+      ]).catch(() => undefined);
+    },
+  };
+}
+
+async function insertEvents(client: pg.PoolClient, id: string, after: number, events: readonly RunEvent[]) {
+  if (events.length === 0) return;
+  await client.query(
+    `INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
+     SELECT $1, after + ordinality, event FROM unnest($3::bytea[]) WITH ORDINALITY AS t(event, ordinality),
+            (SELECT $2::integer AS after) a`,
+    [id, after, events.map((event) => Buffer.from(toBinary(RunEventSchema, event)))],
+  );
+}

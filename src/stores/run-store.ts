@@ -1,0 +1,189 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { Execution } from "../../gen/toolruntime/v1/execution_pb.js";
+import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+
+/** What a replica needs to start a run that another replica created: the call, as data. */
+export interface RunRequest {
+  readonly toolName: string;
+  /** "run" for RunTool and StartExecution (a private runner: activated, then deactivated), "execute" for ExecuteTool. */
+  readonly lifecycle: "run" | "execute";
+  readonly runnerName: string;
+  readonly inputs: JsonValue;
+  /** Time each attempt may take, in milliseconds; 0 for the tool's default. */
+  readonly timeoutMs: number;
+  /** ExecutionOptions as protobuf bytes, base64. */
+  readonly options: string;
+  readonly traceParent: string;
+}
+
+/** A run as a shared store holds it. */
+export interface StoredRun {
+  readonly id: string;
+  /** Position in creation order, across replicas: listings go newest first by it. */
+  readonly ordinal: number;
+  /** The record as its owner last wrote it. */
+  readonly execution: Execution;
+  readonly request: RunRequest;
+  /** The replica that owns the run, or undefined while it waits to be claimed. */
+  readonly owner: string | undefined;
+  /** Bumped each time ownership changes; every owner write must name it. */
+  readonly epoch: number;
+  /** The sequence number of its latest stored event. */
+  readonly lastSequence: number;
+  /** Whether another attempt is safe after its owner is lost (the tool is idempotent or read_only). */
+  readonly retrySafe: boolean;
+}
+
+/** The owner's claim on a run: writes that do not match the stored owner and epoch are refused. */
+export interface RunFence {
+  readonly id: string;
+  readonly owner: string;
+  readonly epoch: number;
+}
+
+/** A run to create. */
+export interface NewRun {
+  readonly id: string;
+  readonly execution: Execution;
+  readonly request: RunRequest;
+  /** Whether another attempt is safe after its owner is lost (the tool is idempotent or read_only). */
+  readonly retrySafe: boolean;
+  /** This replica when it runs the run itself; undefined to leave it to a replica that can. */
+  readonly owner: string | undefined;
+}
+
+/** A run's request for an admission slot, with the limits of the replica asking. */
+export interface SlotRequest {
+  /** The tool's own limit of runs at once; 0 for none. */
+  readonly toolLimit: number;
+  /** Most runs executing at once across the cluster. */
+  readonly maxConcurrent: number;
+  /** Most runs waiting for a slot across the cluster; beyond it admission fails. */
+  readonly maxQueued: number;
+}
+
+/** Where a run stands after asking for a slot. */
+export interface SlotOutcome {
+  readonly slot: "held" | "waiting";
+  /** Runs waiting ahead of it (0 when held). */
+  readonly position: number;
+}
+
+/** A decision on a run awaiting approval, as stored. */
+export interface StoredDecision {
+  readonly approved: boolean;
+  readonly decidedBy: string;
+  readonly comment: string;
+  readonly decidedAt: string;
+}
+
+/** What a listing asks the store for: newest first, before an ordinal, filtered. */
+export interface RunQuery {
+  readonly toolName: string;
+  readonly state: number;
+  readonly beforeOrdinal: number;
+  readonly limit: number;
+}
+
+/** Requests for a run that reached the store through another replica, for its owner to act on. */
+export interface RunControl {
+  readonly id: string;
+  readonly cancelReason: string | undefined;
+  readonly decision: StoredDecision | undefined;
+}
+
+/**
+ * Execution records, their append-only events, idempotency keys, ownership (claims fenced by an
+ * epoch) and replica leases, shared by every replica on one store. A record is data; the live run
+ * (its abort controller, waiters, the attempt in progress) exists only on its owner, which writes
+ * every change through {@link flush} under its fence. Other replicas read records and events, and
+ * reach the owner through {@link requestCancel} and {@link decide} plus a doorbell.
+ */
+export interface RunStore {
+  /** This replica's identifier (a UUID), the owner named in its claims. */
+  readonly replicaId: string;
+
+  /**
+   * Creates a run, or returns the retained run of the same caller, tool and idempotency key (the
+   * key is global: one run per key across replicas). `ordinal` is the created run's position.
+   */
+  create(
+    run: NewRun,
+    idempotencyKey: string,
+    slot?: SlotRequest,
+  ): Promise<{ ordinal: number; slot: SlotOutcome | undefined } | { existing: StoredRun }>;
+
+  /**
+   * Asks for an admission slot for a run, against the cluster's counts: held at once when it fits
+   * (and no earlier run of its tool waits), else waiting in the cluster's FIFO queue. Throws
+   * RESOURCE_EXHAUSTED (with a retry delay) when the queue is full: with `create`, nothing is then
+   * created.
+   */
+  admit(id: string, slot: SlotRequest): Promise<SlotOutcome>;
+  /** Gives a run's slot back (or leaves the queue), and lets waiting runs that now fit in. */
+  release(id: string, maxConcurrent: number): Promise<void>;
+  /** Which of these waiting runs now hold a slot. */
+  held(ids: readonly string[]): Promise<string[]>;
+
+  /**
+   * Writes the owner's new events (numbered after the stored ones) and the record as it is now;
+   * resolves false, writing nothing, when the fence no longer holds (another replica took the run).
+   */
+  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution): Promise<boolean>;
+
+  get(id: string): Promise<StoredRun | undefined>;
+  /** Events of a run after `afterSequence`, in order. */
+  events(id: string, afterSequence: number): Promise<RunEvent[]>;
+  list(query: RunQuery): Promise<StoredRun[]>;
+
+  /**
+   * Asks the owner to cancel a live run. A run no replica owns yet is ended here instead, as
+   * cancelled, with the events `ended` gives. Resolves false when the run is not live.
+   */
+  requestCancel(id: string, reason: string, ended: (run: StoredRun) => EndedRun): Promise<boolean>;
+
+  /** Records the decision on a run awaiting approval, once: resolves false when one exists or it awaits none. */
+  decide(id: string, decision: StoredDecision): Promise<boolean>;
+
+  /** The cancellations and decisions waiting for runs this replica owns (all, or those `ids`). */
+  pendingControl(ids?: readonly string[]): Promise<RunControl[]>;
+
+  /** Claims up to `limit` unowned live runs of the tools this replica can run. */
+  claim(toolNames: readonly string[], limit: number): Promise<StoredRun[]>;
+
+  /**
+   * Takes the live runs of replicas whose lease expired: each is ended with the events `decide`
+   * gives, or handed back for another replica to claim (a new attempt); their slots are given back
+   * and waiting runs that now fit get them. Resolves to the runs taken.
+   */
+  sweep(decide: (run: StoredRun) => EndedRun | RequeuedRun, maxConcurrent: number): Promise<number>;
+
+  /** Renews this replica's lease; resolves false when it had expired (its runs may be gone). */
+  renewLease(): Promise<boolean>;
+
+  /** Deletes finished runs past the retention bounds. */
+  evict(maxRetained: number, retentionMs: number): Promise<void>;
+
+  /** Calls `listener(id)` when the run `id` may have changed, or `listener("")` for many. */
+  onRunChange(listener: (id: string) => void): void;
+  /** Calls `listener` when runs may be waiting to be claimed. */
+  onClaimable(listener: () => void): void;
+  /** Calls `listener` when a cancellation or decision may wait for a run this replica owns. */
+  onControl(listener: () => void): void;
+
+  close(): Promise<void>;
+}
+
+/** A run the sweeper (or a cancel of an unowned run) ends: its final events and record. */
+export interface EndedRun {
+  readonly kind: "ended";
+  readonly events: RunEvent[];
+  readonly execution: Execution;
+}
+
+/** A run handed back for another replica to claim, with the events that say so. */
+export interface RequeuedRun {
+  readonly kind: "requeued";
+  readonly events: RunEvent[];
+  readonly execution: Execution;
+}

@@ -1,0 +1,70 @@
+import { expect } from "chai";
+import { createCallPacer } from "../../src/server/call-pacer.js";
+
+/** Resolves after the event loop's check phase: one turn later. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe("createCallPacer()", () => {
+  // A clock the tests move: each start "costs" what the test says.
+  let clockMs = 0;
+  const now = (): number => clockMs;
+
+  beforeEach(() => {
+    clockMs = 0;
+  });
+
+  it("starts calls at once while the turn's budget lasts", () => {
+    const pacer = createCallPacer(10, now);
+    const started: number[] = [];
+    for (let call = 0; call < 5; call += 1) pacer.run(() => started.push(call));
+    expect(started).to.deep.equal([0, 1, 2, 3, 4]);
+    expect(pacer.waiting).to.equal(0);
+  });
+
+  it("holds calls past the budget for later turns, in arrival order, each turn with a fresh budget", async () => {
+    const pacer = createCallPacer(10, now);
+    const started: number[] = [];
+    // Every start costs 4 ms: three fit in a 10 ms turn (at 0, 4 and 8 ms).
+    for (let call = 0; call < 7; call += 1)
+      pacer.run(() => {
+        started.push(call);
+        clockMs += 4;
+      });
+    expect(started).to.deep.equal([0, 1, 2]);
+    expect(pacer.waiting).to.equal(4);
+    await nextTurn();
+    expect(started).to.deep.equal([0, 1, 2, 3, 4, 5]);
+    await nextTurn();
+    expect(started).to.deep.equal([0, 1, 2, 3, 4, 5, 6]);
+    expect(pacer.waiting).to.equal(0);
+  });
+
+  it("never lets a new call overtake one that waits, even when the new turn has budget left", async () => {
+    const pacer = createCallPacer(10, now);
+    const started: string[] = [];
+    pacer.run(() => {
+      started.push("first");
+      clockMs += 20;
+    });
+    pacer.run(() => started.push("waiting"));
+    clockMs += 100;
+    pacer.run(() => started.push("later"));
+    expect(started).to.deep.equal(["first"]);
+    await nextTurn();
+    expect(started).to.deep.equal(["first", "waiting", "later"]);
+  });
+
+  it("starts at once again once the waiting calls have started", async () => {
+    const pacer = createCallPacer(10, now);
+    const started: string[] = [];
+    pacer.run(() => {
+      started.push("a");
+      clockMs += 20;
+    });
+    pacer.run(() => started.push("b"));
+    await nextTurn();
+    await nextTurn();
+    pacer.run(() => started.push("c"));
+    expect(started).to.deep.equal(["a", "b", "c"]);
+  });
+});
