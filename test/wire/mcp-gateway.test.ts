@@ -1,6 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { createHash } from "node:crypto";
+import { Writable } from "node:stream";
+import { pino } from "pino";
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { createProvider, type Provider } from "../../src/providers/create-provider.js";
@@ -403,6 +405,33 @@ describe("MCP gateway without a client library", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/list", params: {} }),
     });
     expect(fromOther.headers.get("access-control-allow-origin")).to.equal(null);
+  });
+});
+
+describe("MCP gateway logs", () => {
+  it("writes one call line per MCP request, like the RPCs'", async () => {
+    let logged: (line: Record<string, unknown>) => void = () => undefined;
+    const line = new Promise<Record<string, unknown>>((resolve) => (logged = resolve));
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        const record = JSON.parse(chunk.toString("utf8")) as Record<string, unknown>;
+        if (record["msg"] === "call" && record["protocol"] === "mcp") logged(record);
+        done();
+      },
+    });
+    const server = await startTestServer({ logger: pino({ level: "info" }, destination) });
+    try {
+      const response = await fetch(`${server.httpUrl}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      });
+      expect(response.status).to.equal(200);
+      await response.text();
+      expect(await line).to.deep.include({ rpc: "mcp/tools/list", protocol: "mcp", caller: "anonymous", status: 200 });
+    } finally {
+      await server.close(0);
+    }
   });
 });
 

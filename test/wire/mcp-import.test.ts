@@ -7,7 +7,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { promisify } from "node:util";
+import { pino } from "pino";
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { ToolChange } from "../../src/registry/change-log.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
@@ -69,6 +71,7 @@ function resultOf(run: RunSeen): ResultSeen {
 
 describe("MCP servers as providers (--mcp-server)", () => {
   const fixtureEvents = new EventEmitter();
+  const stdioEvents = new EventEmitter();
   let fixture: http.Server;
   let server: RunningServer;
   let grpc: ClientStack;
@@ -80,7 +83,19 @@ describe("MCP servers as providers (--mcp-server)", () => {
     fixture = http.createServer((request, response) => void serveFixture(request as never, response));
     await new Promise<void>((resolve) => fixture.listen(0, "127.0.0.1", resolve));
     const fixtureUrl = new URL(`http://127.0.0.1:${(fixture.address() as AddressInfo).port}/mcp`);
+    // The stdio fixture's stderr reaches the server's log at debug level: its events come from there.
+    const stderrLines = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const text of chunk.toString("utf8").split("\n")) {
+          if (text === "") continue;
+          const record = JSON.parse(text) as { msg?: string; stderr?: string };
+          if (record.msg === "MCP server stderr" && record.stderr) stdioEvents.emit(record.stderr);
+        }
+        done();
+      },
+    });
     server = await startTestServer({
+      logger: pino({ level: "debug" }, stderrLines),
       mcp: {
         servers: [
           { kind: "stdio", name: "fixture", command: process.execPath, args: [fixtureScript] },
@@ -162,21 +177,29 @@ describe("MCP servers as providers (--mcp-server)", () => {
     expect(resultOf(seen.late).output).to.deep.equal({ late: true });
   });
 
-  it("sends the run's cancellation to the MCP server", async () => {
-    const started = new Promise((resolve) => fixtureEvents.once("slow started", resolve));
-    const cancelled = new Promise((resolve) => fixtureEvents.once("slow cancelled", resolve));
-    const stream = grpc.runner.runTool({ toolName: "mcp.web.slow", inputs: { steps: 1, interval_ms: 60_000 } });
-    const iterator = stream[Symbol.asyncIterator]();
-    const first = await iterator.next();
-    const executionId = first.done ? "" : (first.value.event?.executionId ?? "");
-    await started;
-    await grpc.executions.cancelExecution({ executionId });
-    await cancelled;
-    await server.runtime.executions.get(executionId).done;
-    const { execution } = await grpc.executions.getExecution({ executionId });
-    expect(execution?.state).to.equal(ExecutionState.CANCELLED);
-    await iterator.return?.();
-  });
+  for (const [serverName, events] of [
+    ["web", fixtureEvents],
+    ["fixture", stdioEvents],
+  ] as const) {
+    it(`sends the run's cancellation to the MCP server (${serverName === "web" ? "HTTP, 2026-07-28" : "stdio, 2025-11-25"})`, async () => {
+      const started = new Promise((resolve) => events.once("slow started", resolve));
+      const cancelled = new Promise((resolve) => events.once("slow cancelled", resolve));
+      const stream = grpc.runner.runTool({
+        toolName: `mcp.${serverName}.slow`,
+        inputs: { steps: 1, interval_ms: 60_000 },
+      });
+      const iterator = stream[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      const executionId = first.done ? "" : (first.value.event?.executionId ?? "");
+      await started;
+      await grpc.executions.cancelExecution({ executionId });
+      await cancelled;
+      await server.runtime.executions.get(executionId).done;
+      const { execution } = await grpc.executions.getExecution({ executionId });
+      expect(execution?.state).to.equal(ExecutionState.CANCELLED);
+      await iterator.return?.();
+    });
+  }
 
   for (const line of mcpClientLines) {
     it(`serves the imported tools to the ${line} MCP client through /mcp`, async () => {

@@ -1,10 +1,12 @@
-import { ProtocolError, type Client } from "@modelcontextprotocol/client";
+import { ProtocolError } from "@modelcontextprotocol/client";
+import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ErrorType } from "../../errors/tool-runtime-error.js";
 import { ProviderError } from "../../providers/provider-hub.js";
 import { quote } from "../../registry/names.js";
 import type { ToolContext } from "../../registry/tool-definition.js";
 import { DeclaredFailure } from "../../runner/declared-failure.js";
+import type { McpConnection } from "./connect-mcp-server.js";
 import { toToolOutcome, type McpCallResult } from "./to-tool-output.js";
 
 /**
@@ -14,7 +16,7 @@ import { toToolOutcome, type McpCallResult } from "./to-tool-output.js";
 const clientTimeoutMs = 86_400_000;
 
 /**
- * Runs one imported tool: `tools/call` of `mcpName` on the server behind `client`, with the run's
+ * Runs one imported tool: `tools/call` of `mcpName` on the server behind `connection`, with the run's
  * inputs. Progress the server reports becomes the run's progress (progress/total as the fraction
  * when it sends a total); the run's signal cancels the request (the client sends the server's
  * cancellation). Returns the output (see toToolOutcome). Throws: a result with `isError` as a
@@ -24,24 +26,23 @@ const clientTimeoutMs = 86_400_000;
  */
 export async function callMcpTool(
   serverName: string,
-  client: Client,
+  connection: McpConnection,
   mcpName: string,
   inputs: JsonObject,
   context: ToolContext,
 ): Promise<Record<string, unknown>> {
   let result: McpCallResult;
+  const progressToken = randomUUID();
+  const stopProgress = connection.onProgress(progressToken, (progress) =>
+    context.reportProgress({
+      ...(progress.total ? { fraction: Math.min(1, Math.max(0, progress.progress / progress.total)) } : {}),
+      ...(progress.message === undefined ? {} : { message: progress.message }),
+    }),
+  );
   try {
-    result = (await client.callTool(
-      { name: mcpName, arguments: inputs },
-      {
-        signal: context.signal,
-        timeout: clientTimeoutMs,
-        onprogress: (progress) =>
-          context.reportProgress({
-            ...(progress.total ? { fraction: Math.min(1, Math.max(0, progress.progress / progress.total)) } : {}),
-            ...(progress.message === undefined ? {} : { message: progress.message }),
-          }),
-      },
+    result = (await connection.client.callTool(
+      { name: mcpName, arguments: inputs, _meta: { progressToken } },
+      { signal: context.signal, timeout: clientTimeoutMs },
     )) as McpCallResult;
   } catch (error) {
     // The runner reports a run that was cancelled or timed out itself, whatever the client threw.
@@ -53,6 +54,9 @@ export async function callMcpTool(
       );
     }
     throw new ProviderError(`MCP server ${quote(serverName)} failed: ${(error as Error).message ?? String(error)}`);
+  } finally {
+    // After the notifications dispatched with the response: they run a microtask before this.
+    stopProgress();
   }
   const outcome = toToolOutcome(result);
   if (!outcome.ok) throw DeclaredFailure.of(ErrorType.Handler, outcome.details);

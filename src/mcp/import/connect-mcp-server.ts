@@ -9,6 +9,20 @@ export interface McpConnection {
   readonly closed: Promise<void>;
   /** Closes the connection (and stops a stdio server's process). */
   close(): Promise<void>;
+  /**
+   * Sends the server's `notifications/progress` carrying `token` to `listener` until the returned
+   * function is called. (The client's own `onprogress` loses a notification that arrives in the same
+   * read as the response: it dispatches notifications a microtask later but forgets the request at
+   * once.)
+   */
+  onProgress(token: string, listener: (progress: McpProgress) => void): () => void;
+}
+
+/** One progress notification of a server. */
+export interface McpProgress {
+  readonly progress: number;
+  readonly total?: number | undefined;
+  readonly message?: string | undefined;
 }
 
 /** What a connection reports while it is up. */
@@ -37,6 +51,11 @@ export async function connectMcpServer(
       ...(server.kind === "http" ? { versionNegotiation: { mode: "auto" as const } } : {}),
     },
   );
+  const progressListeners = new Map<string, (progress: McpProgress) => void>();
+  client.setNotificationHandler("notifications/progress", (notification) => {
+    const { progressToken, ...progress } = notification.params;
+    progressListeners.get(String(progressToken))?.(progress);
+  });
   let markClosed: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => (markClosed = resolve));
   client.onclose = () => markClosed();
@@ -61,5 +80,13 @@ export async function connectMcpServer(
   } finally {
     signal.removeEventListener("abort", onAbort);
   }
-  return { client, closed, close: () => client.close() };
+  return {
+    client,
+    closed,
+    close: () => client.close(),
+    onProgress(token, listener) {
+      progressListeners.set(token, listener);
+      return () => progressListeners.delete(token);
+    },
+  };
 }

@@ -64,7 +64,7 @@ export function startMcpImports(store: ToolStore, options: McpImportOptions, log
         const connection = current;
         return (inputs, context) => {
           if (!connection) throw new ProviderError(`MCP server ${quote(server.name)} is not connected`);
-          return callMcpTool(server.name, connection.client, mcpName, inputs, context);
+          return callMcpTool(server.name, connection, mcpName, inputs, context);
         };
       },
     });

@@ -102,6 +102,7 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
         );
       }
     }
+    if (logger.isLevelEnabled("info")) logCall(logger, response, message?.method, caller.name);
     let out: NodeServerResponseLike = response;
     if (message?.method === "initialize" && sessionId === undefined) {
       out = withHeader(response, sessionIdHeader, randomUUID());
@@ -136,6 +137,23 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       await handler.close();
     },
   };
+}
+
+/** One log line per MCP request, like the RPCs' "call" lines: method, caller, HTTP status, duration. */
+function logCall(logger: Logger, response: Response, method: unknown, caller: string): void {
+  const started = performance.now();
+  response.once("close", () => {
+    logger.info(
+      {
+        rpc: `mcp/${typeof method === "string" ? method : "(batch or invalid)"}`,
+        protocol: "mcp",
+        caller,
+        status: response.statusCode,
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      },
+      "call",
+    );
+  });
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
