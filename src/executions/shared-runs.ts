@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { NextFlight } from "../async/next-flight.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
@@ -70,6 +71,7 @@ export class SharedRuns {
     this.store.onClaimable(() => void this.#claiming.run().catch(report("claim")));
     this.store.onControl(() => void this.#controlling.run().catch(report("control")));
     this.#every(pollMs, () => {
+      if (this.#waiting.size > 0) this.store.dispatch(host.maxConcurrent).catch(report("dispatch"));
       for (const [id, mirror] of this.#mirrors) if (mirror.isLive) this.#refresh(id).catch(report("refresh"));
       void this.#claiming.run().catch(report("claim"));
       void this.#controlling.run().catch(report("control"));
@@ -92,6 +94,7 @@ export class SharedRuns {
    */
   persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number): void {
     let flushed = alreadyStored;
+    let flushedState: ExecutionState | undefined;
     let fenced = false;
     let timer: NodeJS.Timeout | undefined;
     let chain: Promise<void> = Promise.resolve();
@@ -101,7 +104,8 @@ export class SharedRuns {
       const next = chain.then(async () => {
         if (fenced) throw lostOwnership(record);
         const events = record.events.slice(flushed);
-        if (events.length === 0 && record.isLive) return;
+        // Nothing new since the last write (a state change always comes with an event but one).
+        if (events.length === 0 && record.state === flushedState) return;
         const written = await this.store.flush(fence, events, record.toProto());
         if (!written) {
           fenced = true;
@@ -109,6 +113,7 @@ export class SharedRuns {
           throw lostOwnership(record);
         }
         flushed += events.length;
+        flushedState = record.state;
       });
       // A failed flush leaves its events unflushed: the next change, or a retry, writes them.
       chain = next.catch(() => {

@@ -122,6 +122,12 @@ export interface RunStore {
   admit(id: string, slot: SlotRequest): Promise<SlotOutcome>;
   /** Gives a run's slot back (or leaves the queue), and lets waiting runs that now fit in. */
   release(id: string, maxConcurrent: number): Promise<void>;
+  /**
+   * Gives slots to waiting runs that fit, in queue order. Release does it too; a replica with runs
+   * waiting also calls it now and then, so a slot released while a run was being queued is not
+   * left unused.
+   */
+  dispatch(maxConcurrent: number): Promise<void>;
   /** Which of these waiting runs now hold a slot. */
   held(ids: readonly string[]): Promise<string[]>;
 

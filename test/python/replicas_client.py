@@ -231,7 +231,19 @@ def watch_to_end(channels):
     return {"events": events, "state": state_name(final.execution), "attempts": final.execution.attempts}
 
 
+def states(channels):
+    """The state of each run `ids` through replica `on`."""
+    stub = executions(channels)[PARAMS["on"]]
+    return {
+        "states": [
+            state_name(must(stub.GetExecution, execution_pb2.GetExecutionRequest(execution_id=run_id)).execution)
+            for run_id in PARAMS["ids"]
+        ]
+    }
+
+
 SCENARIOS = {
+    "states": states,
     "register_race": register_race,
     "watch": watch,
     "activations": activations,

@@ -7,6 +7,7 @@ import { expectToolError } from "../support/expect-error.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { sharedPostgres } from "../support/postgres-server.js";
 import { startReplicas, type Replicas } from "../support/replica-processes.js";
+import { pythonReplicaScenario, pythonWatchToEnd } from "../support/python-replica-client.js";
 import { spawnUntil } from "../support/spawn-until.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
@@ -157,6 +158,11 @@ describe("Replicas on one PostgreSQL store: executions", function () {
       expect((await b.executions.getExecution({ executionId: id })).execution?.state).to.equal(
         ExecutionState.SUCCEEDED,
       );
+      // A Python grpcio client on the third replica sees the same run.
+      const python = await pythonWatchToEnd(replicas.grpcAddresses[2]!, id);
+      expect(python.events.map((event) => event.kind)).to.include.members(["progress", "completed"]);
+      expect(python.events).to.have.length(events.length);
+      expect(python.state).to.equal("EXECUTION_STATE_SUCCEEDED");
     } finally {
       await provider.stop();
     }
@@ -232,6 +238,10 @@ describe("Replicas on one PostgreSQL store: a lost owner", function () {
     expect(result?.success).to.equal(false);
     expect(result?.error?.errorType).to.equal("ReplicaLostError");
     expect((await b.executions.getExecution({ executionId: id })).execution?.state).to.equal(ExecutionState.FAILED);
+    const python = await pythonWatchToEnd(replicas.grpcAddresses[2]!, id);
+    expect(python.events.filter((event) => event.kind === "execution_started")).to.have.length(1);
+    expect(python.events.at(-1)?.result?.error?.error_type).to.equal("ReplicaLostError");
+    expect(python.state).to.equal("EXECUTION_STATE_FAILED");
   });
 
   it("refuses the late writes of an owner paused past its lease: no event after the end, none twice", async () => {
@@ -265,6 +275,11 @@ describe("Replicas on one PostgreSQL store: a lost owner", function () {
     const after = await watchUntil(b, id);
     expect(after.map((event) => event.sequence)).to.deep.equal(ended.map((event) => event.sequence));
     expect(after.filter((event) => event.event.case === "completed")).to.have.length(1);
+    const python = await pythonWatchToEnd(replicas.grpcAddresses[2]!, id);
+    expect(python.events.map((event) => Number(event.sequence))).to.deep.equal(
+      after.map((event) => Number(event.sequence)),
+    );
+    expect(python.state).to.equal("EXECUTION_STATE_FAILED");
   });
 
   it("keeps a provider's tool while any replica serves it, withdraws a lost replica's connections, and takes the provider back elsewhere", async () => {
@@ -372,6 +387,13 @@ describe("Replicas on one PostgreSQL store: admission across the cluster", funct
     const after = await states();
     expect(after[0]).to.equal(ExecutionState.CANCELLED);
     expect(after.slice(1, 3)).to.deep.equal([ExecutionState.RUNNING, ExecutionState.RUNNING]);
+    // A Python grpcio client reading through the third replica sees the same cluster-wide states.
+    const python = await pythonReplicaScenario<{ states: string[] }>("states", replicas.grpcAddresses, { ids, on: 2 });
+    expect(python.states.slice(0, 3)).to.deep.equal([
+      "EXECUTION_STATE_CANCELLED",
+      "EXECUTION_STATE_RUNNING",
+      "EXECUTION_STATE_RUNNING",
+    ]);
     for (const id of ids) await clients[1]!.executions.cancelExecution({ executionId: id });
   });
 });

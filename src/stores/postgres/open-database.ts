@@ -3,7 +3,7 @@ import { maskUrl } from "./mask-url.js";
 
 /** Options of {@link openDatabase}. */
 export interface DatabaseOptions {
-  /** Most connections the pool opens. Default 10. */
+  /** Most connections the pool opens. Default 32. */
   readonly maxConnections?: number;
   /** Longest wait for a connection, in milliseconds. Default 5,000. */
   readonly connectTimeoutMs?: number;
@@ -34,7 +34,7 @@ export interface Database {
  */
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
   const resolved: Required<DatabaseOptions> = {
-    maxConnections: options.maxConnections ?? 10,
+    maxConnections: options.maxConnections ?? 32,
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
     idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs ?? 5000,

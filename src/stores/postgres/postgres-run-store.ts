@@ -92,35 +92,33 @@ export async function createPostgresRunStore(
    * Asks for a slot under the cluster's admission lock (see RunStore.admit). Counts exclude the run
    * itself, so asking again is harmless.
    */
-  const admitIn = async (
-    client: pg.PoolClient,
-    id: string,
-    toolName: string,
-    slot: SlotRequest,
-  ): Promise<SlotOutcome> => {
+  const admitIn = async (client: pg.PoolClient, id: string, toolName: string, slot: SlotRequest): Promise<SlotOutcome> => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
-    const { rows } = await client.query<{ held: string; tool_held: string; waiting: string; tool_waiting: string }>(
-      `SELECT count(*) FILTER (WHERE slot = 'held') AS held,
-              count(*) FILTER (WHERE slot = 'held' AND tool_name = $1) AS tool_held,
-              count(*) FILTER (WHERE slot = 'waiting') AS waiting,
-              count(*) FILTER (WHERE slot = 'waiting' AND tool_name = $1) AS tool_waiting
-         FROM toolruntime.executions WHERE live AND slot <> 'none' AND id <> $2`,
-      [toolName, id],
+    // One statement counts and decides (a new snapshot, taken after the lock).
+    const { rows } = await client.query<{ decided: "held" | "waiting" | "full"; waiting: string }>(
+      `WITH counts AS (
+         SELECT count(*) FILTER (WHERE slot = 'held') AS held,
+                count(*) FILTER (WHERE slot = 'held' AND tool_name = $1) AS tool_held,
+                count(*) FILTER (WHERE slot = 'waiting') AS waiting,
+                count(*) FILTER (WHERE slot = 'waiting' AND tool_name = $1) AS tool_waiting
+           FROM toolruntime.executions WHERE live AND slot <> 'none' AND id <> $2
+       ), decided AS (
+         SELECT CASE
+                  WHEN held < $3 AND ($4 = 0 OR tool_held < $4) AND tool_waiting = 0 THEN 'held'
+                  WHEN waiting < $5 THEN 'waiting'
+                  ELSE 'full'
+                END AS decided, waiting
+           FROM counts
+       ), updated AS (
+         UPDATE toolruntime.executions e SET slot = d.decided, tool_limit = $4
+           FROM decided d WHERE e.id = $2 AND d.decided <> 'full'
+       )
+       SELECT decided, waiting FROM decided`,
+      [toolName, id, slot.maxConcurrent, slot.toolLimit, slot.maxQueued],
     );
-    const counts = rows[0] as { held: string; tool_held: string; waiting: string; tool_waiting: string };
-    const fits =
-      Number(counts.held) < slot.maxConcurrent &&
-      (slot.toolLimit === 0 || Number(counts.tool_held) < slot.toolLimit) &&
-      Number(counts.tool_waiting) === 0;
-    if (fits) {
-      await client.query("UPDATE toolruntime.executions SET slot = 'held', tool_limit = $2 WHERE id = $1", [
-        id,
-        slot.toolLimit,
-      ]);
-      return { slot: "held", position: 0 };
-    }
-    const waiting = Number(counts.waiting);
-    if (waiting >= slot.maxQueued) {
+    const row = rows[0] as { decided: "held" | "waiting" | "full"; waiting: string };
+    const waiting = Number(row.waiting);
+    if (row.decided === "full") {
       throw new ToolRuntimeError(
         "RESOURCE_EXHAUSTED",
         ErrorType.ResourceExhausted,
@@ -129,11 +127,7 @@ export async function createPostgresRunStore(
         Math.min(30_000, Math.max(100, Math.round((waiting / Math.max(1, slot.maxConcurrent)) * 100))),
       );
     }
-    await client.query("UPDATE toolruntime.executions SET slot = 'waiting', tool_limit = $2 WHERE id = $1", [
-      id,
-      slot.toolLimit,
-    ]);
-    return { slot: "waiting", position: waiting };
+    return row.decided === "held" ? { slot: "held", position: 0 } : { slot: "waiting", position: waiting };
   };
 
   /**
@@ -165,6 +159,12 @@ export async function createPostgresRunStore(
     await client.query("UPDATE toolruntime.executions SET slot = 'held' WHERE id = ANY($1::uuid[])", [granted]);
     for (const owner of owners) await client.query("SELECT pg_notify($1, $2)", [controlChannel, owner]);
   };
+
+  const dispatch = (maxConcurrent: number): Promise<void> =>
+    inTransaction(database, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+      await dispatchIn(client, maxConcurrent);
+    });
 
   return {
     replicaId,
@@ -218,16 +218,21 @@ export async function createPostgresRunStore(
       });
     },
 
-    release(id, maxConcurrent) {
-      return inTransaction(database, async (client) => {
-        await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
-        const released = await client.query(
-          "UPDATE toolruntime.executions SET slot = 'none' WHERE id = $1 AND slot <> 'none'",
-          [id],
-        );
-        if ((released.rowCount ?? 0) > 0) await dispatchIn(client, maxConcurrent);
-      });
+    async release(id, maxConcurrent) {
+      // Without the admission lock when nothing waits (the common case): one round trip.
+      const { rows } = await query<{ released: string; waiting: boolean }>(
+        database,
+        `WITH released AS (
+           UPDATE toolruntime.executions SET slot = 'none' WHERE id = $1 AND slot <> 'none' RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM released) AS released,
+                EXISTS (SELECT 1 FROM toolruntime.executions WHERE live AND slot = 'waiting') AS waiting`,
+        [id],
+      );
+      if (Number(rows[0]?.released ?? 0) > 0 && rows[0]?.waiting) await dispatch(maxConcurrent);
     },
+
+    dispatch,
 
     async held(ids) {
       if (ids.length === 0) return [];
@@ -239,31 +244,40 @@ export async function createPostgresRunStore(
       return rows.map((row) => row.id);
     },
 
-    flush(fence, events, execution) {
-      return inTransaction(database, async (client) => {
-        const finished = !live.includes(execution.state);
-        const updated = await client.query<{ last_sequence: number }>(
-          `UPDATE toolruntime.executions
+    async flush(fence, events, execution) {
+      // One statement, so one round trip: the fenced update, the events numbered after the stored
+      // ones, and the doorbell, atomically.
+      const { rows } = await query<{ written: string }>(
+        database,
+        `WITH updated AS (
+           UPDATE toolruntime.executions
               SET record = $4, state = $5, live = $6, last_sequence = last_sequence + $7,
                   finished_at = CASE WHEN $6 THEN NULL ELSE coalesce(finished_at, now()) END
             WHERE id = $1 AND owner = $2 AND epoch = $3
-        RETURNING last_sequence - $7 AS last_sequence`,
-          [
-            fence.id,
-            fence.owner,
-            fence.epoch,
-            toBinary(ExecutionSchema, execution),
-            execution.state,
-            !finished,
-            events.length,
-          ],
-        );
-        const row = updated.rows[0];
-        if (!row) return false;
-        await insertEvents(client, fence.id, row.last_sequence, events);
-        await client.query("SELECT pg_notify($1, $2)", [runsChannel, fence.id]);
-        return true;
-      });
+        RETURNING last_sequence - $7 AS after
+         ), inserted AS (
+           INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
+           SELECT $1, updated.after + t.ordinality, t.event
+             FROM updated, unnest($8::bytea[]) WITH ORDINALITY AS t(event, ordinality)
+           RETURNING 1
+         ), rung AS (
+           SELECT pg_notify($9, $1::text) FROM updated
+         )
+         SELECT (SELECT count(*) FROM updated) AS written, (SELECT count(*) FROM rung) AS rung,
+                (SELECT count(*) FROM inserted) AS inserted`,
+        [
+          fence.id,
+          fence.owner,
+          fence.epoch,
+          toBinary(ExecutionSchema, execution),
+          execution.state,
+          live.includes(execution.state),
+          events.length,
+          events.map((event) => Buffer.from(toBinary(RunEventSchema, event))),
+          runsChannel,
+        ],
+      );
+      return Number(rows[0]?.written ?? 0) > 0;
     },
 
     async get(id) {
