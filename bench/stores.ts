@@ -166,17 +166,29 @@ async function main(): Promise<void> {
     const m = (name: string): number => median(results[name] ?? []);
     log("\n| measure | median | ratio |\n|---|---|---|");
     log(`| ExecuteTool calls/s, memory | ${fixed(m("memory calls/s"), 0)} | |`);
-    log(`| ExecuteTool calls/s, PostgreSQL | ${fixed(m("postgres calls/s"), 0)} | ${fixed(m("postgres calls/s") / m("memory calls/s"))}× memory |`);
+    log(
+      `| ExecuteTool calls/s, PostgreSQL | ${fixed(m("postgres calls/s"), 0)} | ${fixed(m("postgres calls/s") / m("memory calls/s"))}× memory |`,
+    );
     log(`| server CPU ms per call, memory | ${fixed(m("memory CPU ms/call"), 3)} | |`);
-    log(`| server CPU ms per call, PostgreSQL | ${fixed(m("postgres CPU ms/call"), 3)} | ${fixed(m("postgres CPU ms/call") / m("memory CPU ms/call"))}× memory |`);
+    log(
+      `| server CPU ms per call, PostgreSQL | ${fixed(m("postgres CPU ms/call"), 3)} | ${fixed(m("postgres CPU ms/call") / m("memory CPU ms/call"))}× memory |`,
+    );
     if (flags["baseline-main"]) {
-      log(`| ExecuteTool calls/s, baseline build (memory) | ${fixed(m("baseline calls/s"), 0)} | memory ÷ baseline ${fixed(m("memory calls/s") / m("baseline calls/s"))} |`);
-      log(`| server CPU ms per call, baseline build | ${fixed(m("baseline CPU ms/call"), 3)} | memory ÷ baseline ${fixed(m("memory CPU ms/call") / m("baseline CPU ms/call"))} |`);
+      log(
+        `| ExecuteTool calls/s, baseline build (memory) | ${fixed(m("baseline calls/s"), 0)} | memory ÷ baseline ${fixed(m("memory calls/s") / m("baseline calls/s"))} |`,
+      );
+      log(
+        `| server CPU ms per call, baseline build | ${fixed(m("baseline CPU ms/call"), 3)} | memory ÷ baseline ${fixed(m("memory CPU ms/call") / m("baseline CPU ms/call"))} |`,
+      );
     }
     log(`| provider RunTool p50 ms, same replica | ${fixed(m("provider same-replica p50 ms"))} | |`);
-    log(`| provider RunTool p50 ms, started on A, served on B | ${fixed(m("provider cross-replica p50 ms"))} | ${fixed(m("provider cross-replica p50 ms") / m("provider same-replica p50 ms"))}× same replica |`);
+    log(
+      `| provider RunTool p50 ms, started on A, served on B | ${fixed(m("provider cross-replica p50 ms"))} | ${fixed(m("provider cross-replica p50 ms") / m("provider same-replica p50 ms"))}× same replica |`,
+    );
     for (let holders = 1; holders <= 3; holders++) {
-      log(`| runs claimed and finished per second, ${holders} replica(s) | ${fixed(m(`claims/s with ${holders} replicas`), 0)} | ${fixed(m(`claims/s with ${holders} replicas`) / m("claims/s with 1 replicas"))}× one |`);
+      log(
+        `| runs claimed and finished per second, ${holders} replica(s) | ${fixed(m(`claims/s with ${holders} replicas`), 0)} | ${fixed(m(`claims/s with ${holders} replicas`) / m("claims/s with 1 replicas"))}× one |`,
+      );
     }
   } finally {
     await rm(workDir, { recursive: true, force: true });

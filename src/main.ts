@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
-    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  tools:           ${names}\n` +
+    `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  console:         ${server.httpUrl}/console/\n  tools:           ${names}\n` +
       `  MCP:             ${server.httpUrl}/mcp\n` +
       (server.healthUrl === undefined ? "" : `  health:          ${server.healthUrl}\n`) +
       `  store:           ${server.runtime.stores.description}\n` +

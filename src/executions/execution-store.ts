@@ -36,6 +36,7 @@ export class ExecutionStore {
   /** Finished records in the order they finished: the eviction order. */
   readonly #finished = new Map<string, ExecutionRecord>();
   readonly #byIdempotencyKey = new Map<string, ExecutionRecord>();
+  readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
   #finishedBytes = 0;
   #evicted = 0;
 
@@ -65,10 +66,17 @@ export class ExecutionStore {
     return this.#evicted;
   }
 
-  /** Adds the record of a new run. */
+  /** Adds the record of a new run, and tells the listeners of {@link onAdd}. */
   add(record: ExecutionRecord): void {
     this.#records.set(record.id, record);
     if (record.init.idempotencyKey !== "") this.#byIdempotencyKey.set(idempotencyIndex(record), record);
+    for (const listener of this.#addListeners) listener(record);
+  }
+
+  /** Calls `listener` with each record added from now on, until the returned function is called. */
+  onAdd(listener: (record: ExecutionRecord) => void): () => void {
+    this.#addListeners.add(listener);
+    return () => this.#addListeners.delete(listener);
   }
 
   /** The record of that id, or undefined when unknown or evicted. */

@@ -14,6 +14,7 @@ import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 import { watchForCall } from "./call-run.js";
 import { listExecutionsPage } from "./list-executions-page.js";
+import { followExecutions } from "./watch-executions.js";
 
 /** Features this server offers, as GetCapabilities lists them. */
 const features = [
@@ -75,6 +76,22 @@ export function createExecutionService(
       const record = await recordFor(request.executionId, "read", context);
       for await (const event of watchForCall(executions, record, Number(request.afterSequence), context, false))
         yield { event };
+    },
+
+    async *watchExecutions(request, context) {
+      if (request.toolName !== "") ensure(checkToolName(request.toolName));
+      const caller = callerOf(context);
+      const feed = followExecutions(executions, {
+        include: (record) =>
+          (request.toolName === "" || record.toolName === request.toolName) && mayReadExecution(caller, record),
+        signal: context.signal,
+        heartbeatIntervalMs: executions.limits.heartbeatIntervalMs,
+      });
+      for await (const item of feed) {
+        if (item.kind === "execution") yield { execution: item.execution };
+        else if (item.kind === "caughtUp") yield { caughtUp: true };
+        else yield {};
+      }
     },
 
     async getExecution(request, context) {

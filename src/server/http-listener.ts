@@ -3,6 +3,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { Socket } from "node:net";
 import type { ConnectionOptions } from "./connection-options.js";
+import { serveConsoleAsset } from "./console-assets.js";
 import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
@@ -63,7 +64,8 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       requestsInFlight -= 1;
       if (closing && requestsInFlight === 0) markDrained();
     });
-    handleWithCors(request, response);
+    // The web console's static files (/console/); everything else goes to the RPC handler.
+    if (!serveConsoleAsset(request, response)) handleWithCors(request, response);
   };
   // HTTP/1.1 sockets and how many requests each has in flight, so idle ones can be closed at once
   // on shutdown (Node's own tracking is off for a server that does not listen itself).

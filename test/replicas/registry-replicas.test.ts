@@ -6,6 +6,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { Code } from "@connectrpc/connect";
+import { expectToolError } from "../support/expect-error.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { startMainProcess } from "../support/main-process.js";
 import { sharedPostgres } from "../support/postgres-server.js";
@@ -125,6 +127,45 @@ describe("Replicas on one PostgreSQL store: the registry and activations", funct
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  it("lets exactly one of concurrent registrations of one name across three replicas win (grpc-js)", async () => {
+    const registries = clients();
+    try {
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, index) =>
+          registries[index % 3]!.client.registerTool({ spec: { name: "race.grpcjs", description: `${index}` } }),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).to.have.length(1);
+      for (const outcome of outcomes.filter((each) => each.status === "rejected")) {
+        await expectToolError(Promise.reject(outcome.reason as Error), Code.AlreadyExists, "RegistrationError");
+      }
+      const seen = await Promise.all(registries.map((each) => each.client.getTool({ name: "race.grpcjs" })));
+      expect(new Set(seen.map((each) => each.spec?.description)).size).to.equal(1);
+    } finally {
+      for (const each of registries) each.close();
+    }
+  });
+
+  it("shares activations through any replica (grpc-js)", async () => {
+    const runners = replicas.grpcAddresses.map((address) => createGrpcJsClient(RunnerService, address));
+    try {
+      const [a, b, c] = runners as [(typeof runners)[number], (typeof runners)[number], (typeof runners)[number]];
+      expect((await c.client.activateTool({ runner: "grpcjs", toolName: "builtin.echo" })).alreadyActive).to.equal(
+        false,
+      );
+      const executed = await a.client.executeTool({ runner: "grpcjs", toolName: "builtin.echo", inputs: { n: 1 } });
+      expect(executed.result?.output).to.deep.equal({ echo: { n: 1 } });
+      expect((await b.client.deactivateTool({ runner: "grpcjs", toolName: "builtin.echo" })).wasActive).to.equal(true);
+      await expectToolError(
+        c.client.executeTool({ runner: "grpcjs", toolName: "builtin.echo", inputs: {} }),
+        Code.FailedPrecondition,
+        "NotActiveError",
+      );
+    } finally {
+      for (const each of runners) each.close();
     }
   });
 

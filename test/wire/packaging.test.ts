@@ -28,8 +28,12 @@ interface PackedPackage {
   readonly files: readonly { readonly path: string }[];
 }
 
-/** Paths in a tarball: the manifest, the README, and compiled JavaScript with its declarations. */
-const shippedFile = /^(package\.json|README\.md|dist\/(src|gen)\/[\w/.-]+\.(js|d\.ts))$/;
+/**
+ * Paths in a tarball: the manifest, the README, compiled JavaScript with its declarations, and the
+ * web console's built page, script and styles.
+ */
+const shippedFile =
+  /^(package\.json|README\.md|dist\/(src|gen)\/[\w/.-]+\.(js|d\.ts)|dist\/console\/(index\.html|app\.js|style\.css))$/;
 
 /** Server code, which the provider SDK must not contain (nor load). */
 const serverCode =
@@ -236,6 +240,9 @@ describe("The packages installed outside the repository", function () {
       "dist/src/provider.js",
       "dist/src/provider.d.ts",
       "dist/src/cli/bin.js",
+      "dist/console/index.html",
+      "dist/console/app.js",
+      "dist/console/style.css",
     ]);
     expect(providerPackage.files.map((file) => file.path)).to.include.members([
       "dist/src/provider.js",

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/execution.proto.
  */
 export const file_toolruntime_v1_execution: GenFile = /*@__PURE__*/
-  fileDesc("Ch50b29scnVudGltZS92MS9leGVjdXRpb24ucHJvdG8SDnRvb2xydW50aW1lLnYxIu0BChBFeGVjdXRpb25PcHRpb25zEhgKEHF1ZXVlX3RpbWVvdXRfbXMYASABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYAiABKA0SGwoTYXBwcm92YWxfdGltZW91dF9tcxgDIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSMQoMcmV0cnlfcG9saWN5GAUgASgLMhsudG9vbHJ1bnRpbWUudjEuUmV0cnlQb2xpY3kSGgoSYWNrbm93bGVkZ2VfdW5zYWZlGAYgASgIEhwKFGRldGFjaF9vbl9kaXNjb25uZWN0GAcgASgIIpYBCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SGgoSaW5pdGlhbF9iYWNrb2ZmX21zGAIgASgNEhYKDm1heF9iYWNrb2ZmX21zGAMgASgNEhoKEmJhY2tvZmZfbXVsdGlwbGllchgEIAEoARIhChlub25fcmV0cnlhYmxlX2Vycm9yX3R5cGVzGAUgAygJInkKEEFwcHJvdmFsRGVjaXNpb24SEAoIYXBwcm92ZWQYASABKAgSEgoKZGVjaWRlZF9ieRgCIAEoCRIuCgpkZWNpZGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb21tZW50GAQgASgJIooECglFeGVjdXRpb24SFAoMZXhlY3V0aW9uX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIOCgZydW5uZXIYAyABKAkSLQoFc3RhdGUYBCABKA4yHi50b29scnVudGltZS52MS5FeGVjdXRpb25TdGF0ZRIVCg1pbnB1dHNfZGlnZXN0GAUgASgJEg4KBmNhbGxlchgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUYXdhaXRpbmdfYXBwcm92YWxfbXMYCSABKAESEQoJcXVldWVkX21zGAogASgBEhIKCnJ1bm5pbmdfbXMYCyABKAESEAoIYXR0ZW1wdHMYDCABKA0SKgoGcmVzdWx0GA0gASgLMhoudG9vbHJ1bnRpbWUudjEuVG9vbFJlc3VsdBIOCgZ3cml0ZXMYDiABKAgSMgoIYXBwcm92YWwYDyABKAsyIC50b29scnVudGltZS52MS5BcHByb3ZhbERlY2lzaW9uEhcKD2lkZW1wb3RlbmN5X2tleRgQIAEoCRIVCg1sYXN0X3NlcXVlbmNlGBEgASgEEhYKDm91dHB1dF9vbWl0dGVkGBIgASgIIpoBChVTdGFydEV4ZWN1dGlvblJlcXVlc3QSEQoJdG9vbF9uYW1lGAEgASgJEicKBmlucHV0cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgDIAEoDRIxCgdvcHRpb25zGAQgASgLMiAudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uT3B0aW9ucyJcChZTdGFydEV4ZWN1dGlvblJlc3BvbnNlEiwKCWV4ZWN1dGlvbhgBIAEoCzIZLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbhIUCgxkZWR1cGxpY2F0ZWQYAiABKAgiRQoVV2F0Y2hFeGVjdXRpb25SZXF1ZXN0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCJBChZXYXRjaEV4ZWN1dGlvblJlc3BvbnNlEicKBWV2ZW50GAEgASgLMhgudG9vbHJ1bnRpbWUudjEuUnVuRXZlbnQiQwoTR2V0RXhlY3V0aW9uUmVxdWVzdBIUCgxleGVjdXRpb25faWQYASABKAkSFgoOaW5jbHVkZV9pbnB1dHMYAiABKAgibQoUR2V0RXhlY3V0aW9uUmVzcG9uc2USLAoJZXhlY3V0aW9uGAEgASgLMhkudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uEicKBmlucHV0cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QigAEKFUxpc3RFeGVjdXRpb25zUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSLQoFc3RhdGUYAiABKA4yHi50b29scnVudGltZS52MS5FeGVjdXRpb25TdGF0ZRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSJgChZMaXN0RXhlY3V0aW9uc1Jlc3BvbnNlEi0KCmV4ZWN1dGlvbnMYASADKAsyGS50b29scnVudGltZS52MS5FeGVjdXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi4KFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSFAoMZXhlY3V0aW9uX2lkGAEgASgJIkcKF0NhbmNlbEV4ZWN1dGlvblJlc3BvbnNlEiwKCWV4ZWN1dGlvbhgBIAEoCzIZLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbiJXChdBcHByb3ZlRXhlY3V0aW9uUmVxdWVzdBIUCgxleGVjdXRpb25faWQYASABKAkSFQoNaW5wdXRzX2RpZ2VzdBgCIAEoCRIPCgdjb21tZW50GAMgASgJIkgKGEFwcHJvdmVFeGVjdXRpb25SZXNwb25zZRIsCglleGVjdXRpb24YASABKAsyGS50b29scnVudGltZS52MS5FeGVjdXRpb24iVgoWUmVqZWN0RXhlY3V0aW9uUmVxdWVzdBIUCgxleGVjdXRpb25faWQYASABKAkSFQoNaW5wdXRzX2RpZ2VzdBgCIAEoCRIPCgdjb21tZW50GAMgASgJIkcKF1JlamVjdEV4ZWN1dGlvblJlc3BvbnNlEiwKCWV4ZWN1dGlvbhgBIAEoCzIZLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbiIYChZHZXRDYXBhYmlsaXRpZXNSZXF1ZXN0IskCChdHZXRDYXBhYmlsaXRpZXNSZXNwb25zZRIbChNtYXhfY29uY3VycmVudF9ydW5zGAEgASgNEhcKD21heF9xdWV1ZWRfcnVucxgCIAEoDRIgChhkZWZhdWx0X3F1ZXVlX3RpbWVvdXRfbXMYAyABKA0SIwobZGVmYXVsdF9hcHByb3ZhbF90aW1lb3V0X21zGAQgASgNEhoKEmRlZmF1bHRfdGltZW91dF9tcxgFIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYBiABKA0SGwoTcmV0YWluZWRfZXhlY3V0aW9ucxgHIAEoDRIUCgxyZXRlbnRpb25fbXMYCCABKAQSFgoOcmV0YWluZWRfYnl0ZXMYCSABKAQSGQoRbWF4X21lc3NhZ2VfYnl0ZXMYCiABKA0SEAoIZmVhdHVyZXMYCyADKAkq6wEKDkV4ZWN1dGlvblN0YXRlEh8KG0VYRUNVVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkVYRUNVVElPTl9TVEFURV9RVUVVRUQQARIlCiFFWEVDVVRJT05fU1RBVEVfQVdBSVRJTkdfQVBQUk9WQUwQAhIbChdFWEVDVVRJT05fU1RBVEVfUlVOTklORxADEh0KGUVYRUNVVElPTl9TVEFURV9TVUNDRUVERUQQBBIaChZFWEVDVVRJT05fU1RBVEVfRkFJTEVEEAUSHQoZRVhFQ1VUSU9OX1NUQVRFX0NBTkNFTExFRBAGMqUGChBFeGVjdXRpb25TZXJ2aWNlEl8KDlN0YXJ0RXhlY3V0aW9uEiUudG9vbHJ1bnRpbWUudjEuU3RhcnRFeGVjdXRpb25SZXF1ZXN0GiYudG9vbHJ1bnRpbWUudjEuU3RhcnRFeGVjdXRpb25SZXNwb25zZRJhCg5XYXRjaEV4ZWN1dGlvbhIlLnRvb2xydW50aW1lLnYxLldhdGNoRXhlY3V0aW9uUmVxdWVzdBomLnRvb2xydW50aW1lLnYxLldhdGNoRXhlY3V0aW9uUmVzcG9uc2UwARJZCgxHZXRFeGVjdXRpb24SIy50b29scnVudGltZS52MS5HZXRFeGVjdXRpb25SZXF1ZXN0GiQudG9vbHJ1bnRpbWUudjEuR2V0RXhlY3V0aW9uUmVzcG9uc2USXwoOTGlzdEV4ZWN1dGlvbnMSJS50b29scnVudGltZS52MS5MaXN0RXhlY3V0aW9uc1JlcXVlc3QaJi50b29scnVudGltZS52MS5MaXN0RXhlY3V0aW9uc1Jlc3BvbnNlEmIKD0NhbmNlbEV4ZWN1dGlvbhImLnRvb2xydW50aW1lLnYxLkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QaJy50b29scnVudGltZS52MS5DYW5jZWxFeGVjdXRpb25SZXNwb25zZRJlChBBcHByb3ZlRXhlY3V0aW9uEicudG9vbHJ1bnRpbWUudjEuQXBwcm92ZUV4ZWN1dGlvblJlcXVlc3QaKC50b29scnVudGltZS52MS5BcHByb3ZlRXhlY3V0aW9uUmVzcG9uc2USYgoPUmVqZWN0RXhlY3V0aW9uEiYudG9vbHJ1bnRpbWUudjEuUmVqZWN0RXhlY3V0aW9uUmVxdWVzdBonLnRvb2xydW50aW1lLnYxLlJlamVjdEV4ZWN1dGlvblJlc3BvbnNlEmIKD0dldENhcGFiaWxpdGllcxImLnRvb2xydW50aW1lLnYxLkdldENhcGFiaWxpdGllc1JlcXVlc3QaJy50b29scnVudGltZS52MS5HZXRDYXBhYmlsaXRpZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolruntime_v1_run_event, file_toolruntime_v1_tool]);
+  fileDesc("Ch50b29scnVudGltZS92MS9leGVjdXRpb24ucHJvdG8SDnRvb2xydW50aW1lLnYxIu0BChBFeGVjdXRpb25PcHRpb25zEhgKEHF1ZXVlX3RpbWVvdXRfbXMYASABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYAiABKA0SGwoTYXBwcm92YWxfdGltZW91dF9tcxgDIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSMQoMcmV0cnlfcG9saWN5GAUgASgLMhsudG9vbHJ1bnRpbWUudjEuUmV0cnlQb2xpY3kSGgoSYWNrbm93bGVkZ2VfdW5zYWZlGAYgASgIEhwKFGRldGFjaF9vbl9kaXNjb25uZWN0GAcgASgIIpYBCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SGgoSaW5pdGlhbF9iYWNrb2ZmX21zGAIgASgNEhYKDm1heF9iYWNrb2ZmX21zGAMgASgNEhoKEmJhY2tvZmZfbXVsdGlwbGllchgEIAEoARIhChlub25fcmV0cnlhYmxlX2Vycm9yX3R5cGVzGAUgAygJInkKEEFwcHJvdmFsRGVjaXNpb24SEAoIYXBwcm92ZWQYASABKAgSEgoKZGVjaWRlZF9ieRgCIAEoCRIuCgpkZWNpZGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb21tZW50GAQgASgJIooECglFeGVjdXRpb24SFAoMZXhlY3V0aW9uX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIOCgZydW5uZXIYAyABKAkSLQoFc3RhdGUYBCABKA4yHi50b29scnVudGltZS52MS5FeGVjdXRpb25TdGF0ZRIVCg1pbnB1dHNfZGlnZXN0GAUgASgJEg4KBmNhbGxlchgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUYXdhaXRpbmdfYXBwcm92YWxfbXMYCSABKAESEQoJcXVldWVkX21zGAogASgBEhIKCnJ1bm5pbmdfbXMYCyABKAESEAoIYXR0ZW1wdHMYDCABKA0SKgoGcmVzdWx0GA0gASgLMhoudG9vbHJ1bnRpbWUudjEuVG9vbFJlc3VsdBIOCgZ3cml0ZXMYDiABKAgSMgoIYXBwcm92YWwYDyABKAsyIC50b29scnVudGltZS52MS5BcHByb3ZhbERlY2lzaW9uEhcKD2lkZW1wb3RlbmN5X2tleRgQIAEoCRIVCg1sYXN0X3NlcXVlbmNlGBEgASgEEhYKDm91dHB1dF9vbWl0dGVkGBIgASgIIpoBChVTdGFydEV4ZWN1dGlvblJlcXVlc3QSEQoJdG9vbF9uYW1lGAEgASgJEicKBmlucHV0cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgDIAEoDRIxCgdvcHRpb25zGAQgASgLMiAudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uT3B0aW9ucyJcChZTdGFydEV4ZWN1dGlvblJlc3BvbnNlEiwKCWV4ZWN1dGlvbhgBIAEoCzIZLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbhIUCgxkZWR1cGxpY2F0ZWQYAiABKAgiRQoVV2F0Y2hFeGVjdXRpb25SZXF1ZXN0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCJBChZXYXRjaEV4ZWN1dGlvblJlc3BvbnNlEicKBWV2ZW50GAEgASgLMhgudG9vbHJ1bnRpbWUudjEuUnVuRXZlbnQiKwoWV2F0Y2hFeGVjdXRpb25zUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkiWgoXV2F0Y2hFeGVjdXRpb25zUmVzcG9uc2USLAoJZXhlY3V0aW9uGAEgASgLMhkudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uEhEKCWNhdWdodF91cBgCIAEoCCJDChNHZXRFeGVjdXRpb25SZXF1ZXN0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIWCg5pbmNsdWRlX2lucHV0cxgCIAEoCCJtChRHZXRFeGVjdXRpb25SZXNwb25zZRIsCglleGVjdXRpb24YASABKAsyGS50b29scnVudGltZS52MS5FeGVjdXRpb24SJwoGaW5wdXRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKAAQoVTGlzdEV4ZWN1dGlvbnNSZXF1ZXN0EhEKCXRvb2xfbmFtZRgBIAEoCRItCgVzdGF0ZRgCIAEoDjIeLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvblN0YXRlEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImAKFkxpc3RFeGVjdXRpb25zUmVzcG9uc2USLQoKZXhlY3V0aW9ucxgBIAMoCzIZLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiLgoWQ2FuY2VsRXhlY3V0aW9uUmVxdWVzdBIUCgxleGVjdXRpb25faWQYASABKAkiRwoXQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2USLAoJZXhlY3V0aW9uGAEgASgLMhkudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uIlcKF0FwcHJvdmVFeGVjdXRpb25SZXF1ZXN0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIVCg1pbnB1dHNfZGlnZXN0GAIgASgJEg8KB2NvbW1lbnQYAyABKAkiSAoYQXBwcm92ZUV4ZWN1dGlvblJlc3BvbnNlEiwKCWV4ZWN1dGlvbhgBIAEoCzIZLnRvb2xydW50aW1lLnYxLkV4ZWN1dGlvbiJWChZSZWplY3RFeGVjdXRpb25SZXF1ZXN0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIVCg1pbnB1dHNfZGlnZXN0GAIgASgJEg8KB2NvbW1lbnQYAyABKAkiRwoXUmVqZWN0RXhlY3V0aW9uUmVzcG9uc2USLAoJZXhlY3V0aW9uGAEgASgLMhkudG9vbHJ1bnRpbWUudjEuRXhlY3V0aW9uIhgKFkdldENhcGFiaWxpdGllc1JlcXVlc3QiyQIKF0dldENhcGFiaWxpdGllc1Jlc3BvbnNlEhsKE21heF9jb25jdXJyZW50X3J1bnMYASABKA0SFwoPbWF4X3F1ZXVlZF9ydW5zGAIgASgNEiAKGGRlZmF1bHRfcXVldWVfdGltZW91dF9tcxgDIAEoDRIjChtkZWZhdWx0X2FwcHJvdmFsX3RpbWVvdXRfbXMYBCABKA0SGgoSZGVmYXVsdF90aW1lb3V0X21zGAUgASgNEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgGIAEoDRIbChNyZXRhaW5lZF9leGVjdXRpb25zGAcgASgNEhQKDHJldGVudGlvbl9tcxgIIAEoBBIWCg5yZXRhaW5lZF9ieXRlcxgJIAEoBBIZChFtYXhfbWVzc2FnZV9ieXRlcxgKIAEoDRIQCghmZWF0dXJlcxgLIAMoCSrrAQoORXhlY3V0aW9uU3RhdGUSHwobRVhFQ1VUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWRVhFQ1VUSU9OX1NUQVRFX1FVRVVFRBABEiUKIUVYRUNVVElPTl9TVEFURV9BV0FJVElOR19BUFBST1ZBTBACEhsKF0VYRUNVVElPTl9TVEFURV9SVU5OSU5HEAMSHQoZRVhFQ1VUSU9OX1NUQVRFX1NVQ0NFRURFRBAEEhoKFkVYRUNVVElPTl9TVEFURV9GQUlMRUQQBRIdChlFWEVDVVRJT05fU1RBVEVfQ0FOQ0VMTEVEEAYyiwcKEEV4ZWN1dGlvblNlcnZpY2USXwoOU3RhcnRFeGVjdXRpb24SJS50b29scnVudGltZS52MS5TdGFydEV4ZWN1dGlvblJlcXVlc3QaJi50b29scnVudGltZS52MS5TdGFydEV4ZWN1dGlvblJlc3BvbnNlEmEKDldhdGNoRXhlY3V0aW9uEiUudG9vbHJ1bnRpbWUudjEuV2F0Y2hFeGVjdXRpb25SZXF1ZXN0GiYudG9vbHJ1bnRpbWUudjEuV2F0Y2hFeGVjdXRpb25SZXNwb25zZTABEmQKD1dhdGNoRXhlY3V0aW9ucxImLnRvb2xydW50aW1lLnYxLldhdGNoRXhlY3V0aW9uc1JlcXVlc3QaJy50b29scnVudGltZS52MS5XYXRjaEV4ZWN1dGlvbnNSZXNwb25zZTABElkKDEdldEV4ZWN1dGlvbhIjLnRvb2xydW50aW1lLnYxLkdldEV4ZWN1dGlvblJlcXVlc3QaJC50b29scnVudGltZS52MS5HZXRFeGVjdXRpb25SZXNwb25zZRJfCg5MaXN0RXhlY3V0aW9ucxIlLnRvb2xydW50aW1lLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBomLnRvb2xydW50aW1lLnYxLkxpc3RFeGVjdXRpb25zUmVzcG9uc2USYgoPQ2FuY2VsRXhlY3V0aW9uEiYudG9vbHJ1bnRpbWUudjEuQ2FuY2VsRXhlY3V0aW9uUmVxdWVzdBonLnRvb2xydW50aW1lLnYxLkNhbmNlbEV4ZWN1dGlvblJlc3BvbnNlEmUKEEFwcHJvdmVFeGVjdXRpb24SJy50b29scnVudGltZS52MS5BcHByb3ZlRXhlY3V0aW9uUmVxdWVzdBooLnRvb2xydW50aW1lLnYxLkFwcHJvdmVFeGVjdXRpb25SZXNwb25zZRJiCg9SZWplY3RFeGVjdXRpb24SJi50b29scnVudGltZS52MS5SZWplY3RFeGVjdXRpb25SZXF1ZXN0GicudG9vbHJ1bnRpbWUudjEuUmVqZWN0RXhlY3V0aW9uUmVzcG9uc2USYgoPR2V0Q2FwYWJpbGl0aWVzEiYudG9vbHJ1bnRpbWUudjEuR2V0Q2FwYWJpbGl0aWVzUmVxdWVzdBonLnRvb2xydW50aW1lLnYxLkdldENhcGFiaWxpdGllc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolruntime_v1_run_event, file_toolruntime_v1_tool]);
 
 /**
  * How one run is bounded, retried and authorised. Every field is optional. Every duration here
@@ -443,6 +443,57 @@ export const WatchExecutionResponseSchema: GenMessage<WatchExecutionResponse> = 
   messageDesc(file_toolruntime_v1_execution, 7);
 
 /**
+ * Request of ExecutionService.WatchExecutions.
+ *
+ * @generated from message toolruntime.v1.WatchExecutionsRequest
+ */
+export type WatchExecutionsRequest = Message<"toolruntime.v1.WatchExecutionsRequest"> & {
+  /**
+   * Only runs of this tool; empty for all.
+   *
+   * @generated from field: string tool_name = 1;
+   */
+  toolName: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.WatchExecutionsRequest.
+ * Use `create(WatchExecutionsRequestSchema)` to create a new message.
+ */
+export const WatchExecutionsRequestSchema: GenMessage<WatchExecutionsRequest> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_execution, 8);
+
+/**
+ * Response of ExecutionService.WatchExecutions: a run's record, the caught-up marker, or a heartbeat
+ * (neither).
+ *
+ * @generated from message toolruntime.v1.WatchExecutionsResponse
+ */
+export type WatchExecutionsResponse = Message<"toolruntime.v1.WatchExecutionsResponse"> & {
+  /**
+   * The run's record after a change; unset in the marker and in heartbeats. Its `last_sequence`
+   * orders records of one run: a record with a smaller one is older.
+   *
+   * @generated from field: toolruntime.v1.Execution execution = 1;
+   */
+  execution?: Execution | undefined;
+
+  /**
+   * Set in the first message only: from here on every change is streamed.
+   *
+   * @generated from field: bool caught_up = 2;
+   */
+  caughtUp: boolean;
+};
+
+/**
+ * Describes the message toolruntime.v1.WatchExecutionsResponse.
+ * Use `create(WatchExecutionsResponseSchema)` to create a new message.
+ */
+export const WatchExecutionsResponseSchema: GenMessage<WatchExecutionsResponse> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_execution, 9);
+
+/**
  * Request of ExecutionService.GetExecution.
  *
  * @generated from message toolruntime.v1.GetExecutionRequest
@@ -469,7 +520,7 @@ export type GetExecutionRequest = Message<"toolruntime.v1.GetExecutionRequest"> 
  * Use `create(GetExecutionRequestSchema)` to create a new message.
  */
 export const GetExecutionRequestSchema: GenMessage<GetExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 8);
+  messageDesc(file_toolruntime_v1_execution, 10);
 
 /**
  * Response of ExecutionService.GetExecution.
@@ -498,7 +549,7 @@ export type GetExecutionResponse = Message<"toolruntime.v1.GetExecutionResponse"
  * Use `create(GetExecutionResponseSchema)` to create a new message.
  */
 export const GetExecutionResponseSchema: GenMessage<GetExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 9);
+  messageDesc(file_toolruntime_v1_execution, 11);
 
 /**
  * Request of ExecutionService.ListExecutions.
@@ -541,7 +592,7 @@ export type ListExecutionsRequest = Message<"toolruntime.v1.ListExecutionsReques
  * Use `create(ListExecutionsRequestSchema)` to create a new message.
  */
 export const ListExecutionsRequestSchema: GenMessage<ListExecutionsRequest> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 10);
+  messageDesc(file_toolruntime_v1_execution, 12);
 
 /**
  * Response of ExecutionService.ListExecutions.
@@ -569,7 +620,7 @@ export type ListExecutionsResponse = Message<"toolruntime.v1.ListExecutionsRespo
  * Use `create(ListExecutionsResponseSchema)` to create a new message.
  */
 export const ListExecutionsResponseSchema: GenMessage<ListExecutionsResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 11);
+  messageDesc(file_toolruntime_v1_execution, 13);
 
 /**
  * Request of ExecutionService.CancelExecution.
@@ -590,7 +641,7 @@ export type CancelExecutionRequest = Message<"toolruntime.v1.CancelExecutionRequ
  * Use `create(CancelExecutionRequestSchema)` to create a new message.
  */
 export const CancelExecutionRequestSchema: GenMessage<CancelExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 12);
+  messageDesc(file_toolruntime_v1_execution, 14);
 
 /**
  * Response of ExecutionService.CancelExecution.
@@ -612,7 +663,7 @@ export type CancelExecutionResponse = Message<"toolruntime.v1.CancelExecutionRes
  * Use `create(CancelExecutionResponseSchema)` to create a new message.
  */
 export const CancelExecutionResponseSchema: GenMessage<CancelExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 13);
+  messageDesc(file_toolruntime_v1_execution, 15);
 
 /**
  * Request of ExecutionService.ApproveExecution.
@@ -647,7 +698,7 @@ export type ApproveExecutionRequest = Message<"toolruntime.v1.ApproveExecutionRe
  * Use `create(ApproveExecutionRequestSchema)` to create a new message.
  */
 export const ApproveExecutionRequestSchema: GenMessage<ApproveExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 14);
+  messageDesc(file_toolruntime_v1_execution, 16);
 
 /**
  * Response of ExecutionService.ApproveExecution.
@@ -668,7 +719,7 @@ export type ApproveExecutionResponse = Message<"toolruntime.v1.ApproveExecutionR
  * Use `create(ApproveExecutionResponseSchema)` to create a new message.
  */
 export const ApproveExecutionResponseSchema: GenMessage<ApproveExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 15);
+  messageDesc(file_toolruntime_v1_execution, 17);
 
 /**
  * Request of ExecutionService.RejectExecution.
@@ -703,7 +754,7 @@ export type RejectExecutionRequest = Message<"toolruntime.v1.RejectExecutionRequ
  * Use `create(RejectExecutionRequestSchema)` to create a new message.
  */
 export const RejectExecutionRequestSchema: GenMessage<RejectExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 16);
+  messageDesc(file_toolruntime_v1_execution, 18);
 
 /**
  * Response of ExecutionService.RejectExecution.
@@ -724,7 +775,7 @@ export type RejectExecutionResponse = Message<"toolruntime.v1.RejectExecutionRes
  * Use `create(RejectExecutionResponseSchema)` to create a new message.
  */
 export const RejectExecutionResponseSchema: GenMessage<RejectExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 17);
+  messageDesc(file_toolruntime_v1_execution, 19);
 
 /**
  * Request of ExecutionService.GetCapabilities.
@@ -739,7 +790,7 @@ export type GetCapabilitiesRequest = Message<"toolruntime.v1.GetCapabilitiesRequ
  * Use `create(GetCapabilitiesRequestSchema)` to create a new message.
  */
 export const GetCapabilitiesRequestSchema: GenMessage<GetCapabilitiesRequest> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 18);
+  messageDesc(file_toolruntime_v1_execution, 20);
 
 /**
  * Response of ExecutionService.GetCapabilities: the server's limits and features.
@@ -831,7 +882,7 @@ export type GetCapabilitiesResponse = Message<"toolruntime.v1.GetCapabilitiesRes
  * Use `create(GetCapabilitiesResponseSchema)` to create a new message.
  */
 export const GetCapabilitiesResponseSchema: GenMessage<GetCapabilitiesResponse> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_execution, 19);
+  messageDesc(file_toolruntime_v1_execution, 21);
 
 /**
  * The states of a run. QUEUED, AWAITING_APPROVAL and RUNNING are live; the others are final.
@@ -937,6 +988,22 @@ export const ExecutionService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchExecutionRequestSchema;
     output: typeof WatchExecutionResponseSchema;
+  },
+  /**
+   * Follows the runs the caller may see (only those of `tool_name` when set): first one message with
+   * `caught_up` set once the stream follows every run (list with ListExecutions after it and miss
+   * nothing), then a run's record each time a run starts, changes state, starts an attempt or ends.
+   * While nothing happens, an empty message (a heartbeat) every heartbeat interval
+   * (GetCapabilities). With runs shared by replicas in PostgreSQL, only the runs this replica
+   * executes are followed (ListExecutions lists them all). Errors (before the first message):
+   * INVALID_ARGUMENT (tool name).
+   *
+   * @generated from rpc toolruntime.v1.ExecutionService.WatchExecutions
+   */
+  watchExecutions: {
+    methodKind: "server_streaming";
+    input: typeof WatchExecutionsRequestSchema;
+    output: typeof WatchExecutionsResponseSchema;
   },
   /**
    * Returns one run's record and its inputs. Errors: NOT_FOUND.

@@ -18,6 +18,7 @@ import type {
 import type { Doorbell } from "./doorbell.js";
 import type { PostgresRunStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
+import { databaseUnavailable, isDatabaseUnavailable } from "./database-errors.js";
 import { inTransaction, query } from "./transaction.js";
 
 /** Channels of the doorbell: a run changed (payload: its id), runs wait to be claimed, control for an owner. */
@@ -89,95 +90,44 @@ export async function createPostgresRunStore(
   };
 
   /**
-   * Asks for a slot under the cluster's admission lock (see RunStore.admit). Counts exclude the run
-   * itself, so asking again is harmless.
+   * Asks for a slot (see RunStore.admit) with `toolruntime.admit_run`, which decides inside the
+   * database: the admission lock is held for the function's run, not across round trips. Counts
+   * exclude the run itself, so asking again is harmless.
    */
-  const admitIn = async (client: pg.PoolClient, id: string, toolName: string, slot: SlotRequest): Promise<SlotOutcome> => {
-    await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
-    // One statement counts and decides (a new snapshot, taken after the lock).
-    const { rows } = await client.query<{ decided: "held" | "waiting" | "full"; waiting: string }>(
-      `WITH counts AS (
-         SELECT count(*) FILTER (WHERE slot = 'held') AS held,
-                count(*) FILTER (WHERE slot = 'held' AND tool_name = $1) AS tool_held,
-                count(*) FILTER (WHERE slot = 'waiting') AS waiting,
-                count(*) FILTER (WHERE slot = 'waiting' AND tool_name = $1) AS tool_waiting
-           FROM toolruntime.executions WHERE live AND slot <> 'none' AND id <> $2
-       ), decided AS (
-         SELECT CASE
-                  WHEN held < $3 AND ($4 = 0 OR tool_held < $4) AND tool_waiting = 0 THEN 'held'
-                  WHEN waiting < $5 THEN 'waiting'
-                  ELSE 'full'
-                END AS decided, waiting
-           FROM counts
-       ), updated AS (
-         UPDATE toolruntime.executions e SET slot = d.decided, tool_limit = $4
-           FROM decided d WHERE e.id = $2 AND d.decided <> 'full'
-       )
-       SELECT decided, waiting FROM decided`,
-      [toolName, id, slot.maxConcurrent, slot.toolLimit, slot.maxQueued],
-    );
-    const row = rows[0] as { decided: "held" | "waiting" | "full"; waiting: string };
-    const waiting = Number(row.waiting);
-    if (row.decided === "full") {
-      throw new ToolRuntimeError(
-        "RESOURCE_EXHAUSTED",
-        ErrorType.ResourceExhausted,
-        `run of ${quote(toolName)} cannot be queued: ${waiting} runs already wait across the cluster, the most allowed; retry later`,
-        toolName,
-        Math.min(30_000, Math.max(100, Math.round((waiting / Math.max(1, slot.maxConcurrent)) * 100))),
-      );
+  const admitIn = async (
+    client: pg.PoolClient | pg.Pool,
+    id: string,
+    toolName: string,
+    slot: SlotRequest,
+  ): Promise<SlotOutcome> => {
+    let rows: { decided: "held" | "waiting"; waiting: string }[];
+    try {
+      ({ rows } = await client.query<{ decided: "held" | "waiting"; waiting: string }>(
+        "SELECT decided, waiting FROM toolruntime.admit_run($1, $2, $3, $4, $5)",
+        [id, toolName, slot.maxConcurrent, slot.toolLimit, slot.maxQueued],
+      ));
+    } catch (error) {
+      throw queueFull(error, toolName, slot.maxConcurrent);
     }
-    return row.decided === "held" ? { slot: "held", position: 0 } : { slot: "waiting", position: waiting };
+    const row = rows[0] as { decided: "held" | "waiting"; waiting: string };
+    return row.decided === "held" ? { slot: "held", position: 0 } : { slot: "waiting", position: Number(row.waiting) };
   };
 
-  /**
-   * Gives slots to waiting runs in queue order while they fit (a run whose tool is at its own limit
-   * lets later runs of other tools pass), and rings each owner's doorbell. The admission lock is held.
-   */
-  const dispatchIn = async (client: pg.PoolClient, maxConcurrent: number): Promise<void> => {
-    const held = await client.query<{ tool_name: string; count: string }>(
-      "SELECT tool_name, count(*) FROM toolruntime.executions WHERE live AND slot = 'held' GROUP BY tool_name",
-    );
-    const heldByTool = new Map(held.rows.map((row) => [row.tool_name, Number(row.count)]));
-    let total = [...heldByTool.values()].reduce((sum, count) => sum + count, 0);
-    if (total >= maxConcurrent) return;
-    const waiting = await client.query<{ id: string; tool_name: string; tool_limit: number; owner: string | null }>(
-      "SELECT id, tool_name, tool_limit, owner FROM toolruntime.executions WHERE live AND slot = 'waiting' ORDER BY ordinal",
-    );
-    const granted: string[] = [];
-    const owners = new Set<string>();
-    for (const run of waiting.rows) {
-      if (total >= maxConcurrent) break;
-      const running = heldByTool.get(run.tool_name) ?? 0;
-      if (run.tool_limit !== 0 && running >= run.tool_limit) continue;
-      heldByTool.set(run.tool_name, running + 1);
-      total += 1;
-      granted.push(run.id);
-      if (run.owner) owners.add(run.owner);
-    }
-    if (granted.length === 0) return;
-    await client.query("UPDATE toolruntime.executions SET slot = 'held' WHERE id = ANY($1::uuid[])", [granted]);
-    for (const owner of owners) await client.query("SELECT pg_notify($1, $2)", [controlChannel, owner]);
+  const dispatch = async (maxConcurrent: number): Promise<void> => {
+    await query(database, "SELECT toolruntime.dispatch_slots($1)", [maxConcurrent]);
   };
-
-  const dispatch = (maxConcurrent: number): Promise<void> =>
-    inTransaction(database, async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
-      await dispatchIn(client, maxConcurrent);
-    });
 
   return {
     replicaId,
 
     async create(run, idempotencyKey, slot) {
       for (;;) {
-        const outcome = await inTransaction(database, async (client) => {
-          const inserted = await client.query<{ ordinal: string }>(
-            `INSERT INTO toolruntime.executions
-               (id, tool_name, caller, idempotency_key, state, live, retry_safe, record, request, owner)
-             VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8, $9)
-             ON CONFLICT (caller, tool_name, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-             RETURNING ordinal`,
+        let created: { r_ordinal: string; r_decided: "held" | "waiting" | null; r_waiting: string } | undefined;
+        try {
+          // One statement: the lock it takes to admit is held for microseconds, not round trips.
+          const { rows } = await query<{ r_ordinal: string; r_decided: "held" | "waiting" | null; r_waiting: string }>(
+            database,
+            "SELECT r_ordinal, r_decided, r_waiting FROM toolruntime.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             [
               run.id,
               run.execution.toolName,
@@ -188,16 +138,23 @@ export async function createPostgresRunStore(
               toBinary(ExecutionSchema, run.execution),
               JSON.stringify(run.request),
               run.owner ?? null,
+              slot !== undefined,
+              slot?.maxConcurrent ?? 0,
+              slot?.toolLimit ?? 0,
+              slot?.maxQueued ?? 0,
             ],
           );
-          const row = inserted.rows[0];
-          if (!row) return undefined;
-          // Admitted in the same transaction: a full queue creates nothing.
-          const admitted = slot ? await admitIn(client, run.id, run.execution.toolName, slot) : undefined;
-          if (run.owner === undefined) await client.query("SELECT pg_notify($1, '')", [claimsChannel]);
-          return { ordinal: Number(row.ordinal), slot: admitted };
-        });
-        if (outcome) return outcome;
+          created = rows[0];
+        } catch (error) {
+          throw queueFull(error, run.execution.toolName, slot?.maxConcurrent ?? 1);
+        }
+        if (created) {
+          const admitted: SlotOutcome | undefined =
+            created.r_decided === null
+              ? undefined
+              : { slot: created.r_decided, position: created.r_decided === "held" ? 0 : Number(created.r_waiting) };
+          return { ordinal: Number(created.r_ordinal), slot: admitted };
+        }
         const existing = await query<RunRow>(
           database,
           `SELECT ${runColumns} FROM toolruntime.executions WHERE caller = $1 AND tool_name = $2 AND idempotency_key = $3`,
@@ -208,28 +165,23 @@ export async function createPostgresRunStore(
       }
     },
 
-    admit(id, slot) {
-      return inTransaction(database, async (client) => {
-        const { rows } = await client.query<{ tool_name: string }>(
-          "SELECT tool_name FROM toolruntime.executions WHERE id = $1",
-          [id],
-        );
-        return admitIn(client, id, rows[0]?.tool_name ?? "", slot);
-      });
+    async admit(id, slot) {
+      if (!uuidPattern.test(id)) throw new Error(`no run ${id}`);
+      const { rows } = await query<{ tool_name: string }>(
+        database,
+        "SELECT tool_name FROM toolruntime.executions WHERE id = $1",
+        [id],
+      );
+      try {
+        return await admitIn(database.pool, id, rows[0]?.tool_name ?? "", slot);
+      } catch (error) {
+        if (error instanceof ToolRuntimeError || !isDatabaseUnavailable(error)) throw error;
+        throw databaseUnavailable(database.maskedUrl, error);
+      }
     },
 
     async release(id, maxConcurrent) {
-      // Without the admission lock when nothing waits (the common case): one round trip.
-      const { rows } = await query<{ released: string; waiting: boolean }>(
-        database,
-        `WITH released AS (
-           UPDATE toolruntime.executions SET slot = 'none' WHERE id = $1 AND slot <> 'none' RETURNING 1
-         )
-         SELECT (SELECT count(*) FROM released) AS released,
-                EXISTS (SELECT 1 FROM toolruntime.executions WHERE live AND slot = 'waiting') AS waiting`,
-        [id],
-      );
-      if (Number(rows[0]?.released ?? 0) > 0 && rows[0]?.waiting) await dispatch(maxConcurrent);
+      await query(database, "SELECT toolruntime.release_slot($1, $2)", [id, maxConcurrent]);
     },
 
     dispatch,
@@ -381,7 +333,7 @@ export async function createPostgresRunStore(
 
     sweep(decide, maxConcurrent) {
       return inTransaction(database, async (client) => {
-        // The admission lock first, as every transaction that takes both does: no lock cycle.
+        // The admission lock first, as dispatching takes it: no lock cycle with release or admission.
         await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
         const { rows } = await client.query<RunRow>(
           `SELECT ${runColumns} FROM toolruntime.executions e
@@ -390,7 +342,7 @@ export async function createPostgresRunStore(
             ORDER BY ordinal LIMIT 100 FOR UPDATE SKIP LOCKED`,
         );
         for (const row of rows) await writeEnd(client, toStored(row), row.last_sequence, decide(toStored(row)));
-        if (rows.length > 0) await dispatchIn(client, maxConcurrent);
+        if (rows.length > 0) await client.query("SELECT toolruntime.dispatch_slots($1)", [maxConcurrent]);
         // Replicas gone for good: no lease and no run left to them.
         await client.query(
           `DELETE FROM toolruntime.replicas r WHERE lease_expires_at < now()
@@ -454,5 +406,22 @@ async function insertEvents(client: pg.PoolClient, id: string, after: number, ev
      SELECT $1, after + ordinality, event FROM unnest($3::bytea[]) WITH ORDINALITY AS t(event, ordinality),
             (SELECT $2::integer AS after) a`,
     [id, after, events.map((event) => Buffer.from(toBinary(RunEventSchema, event)))],
+  );
+}
+
+/**
+ * RESOURCE_EXHAUSTED (with a retry delay) for the database's "queue full" (see admit_run); any
+ * other error as it is.
+ */
+function queueFull(error: unknown, toolName: string, maxConcurrent: number): unknown {
+  const failure = error as { code?: string; message?: string; detail?: string };
+  if (failure.code !== "P0001" || failure.message !== "queue full") return error;
+  const waiting = Number(failure.detail ?? 0);
+  return new ToolRuntimeError(
+    "RESOURCE_EXHAUSTED",
+    ErrorType.ResourceExhausted,
+    `run of ${quote(toolName)} cannot be queued: ${waiting} runs already wait across the cluster, the most allowed; retry later`,
+    toolName,
+    Math.min(30_000, Math.max(100, Math.round((waiting / Math.max(1, maxConcurrent)) * 100))),
   );
 }

@@ -119,4 +119,103 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX executions_slots ON toolruntime.executions (slot, ordinal) WHERE live AND slot <> 'none';
     `,
   },
+  {
+    version: 5,
+    name: "admission decided inside the database, so its lock is held for microseconds",
+    sql: `
+      -- Decides a run's slot under the cluster's admission lock (transaction-scoped advisory lock
+      -- 128009125519716): held when it fits and no earlier run of its tool waits, waiting while the
+      -- queue has room, else raises 'queue full' (SQLSTATE P0001, DETAIL the number waiting). Each
+      -- statement of this VOLATILE function takes a new snapshot, so it counts what was committed
+      -- before the lock was granted.
+      CREATE FUNCTION toolruntime.admit_run(p_id uuid, p_tool text, p_max integer, p_tool_limit integer, p_max_queued integer)
+      RETURNS TABLE (decided text, waiting bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_held bigint; v_tool_held bigint; v_waiting bigint; v_tool_waiting bigint; v_decided text;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(128009125519716);
+        SELECT count(*) FILTER (WHERE e.slot = 'held'),
+               count(*) FILTER (WHERE e.slot = 'held' AND e.tool_name = p_tool),
+               count(*) FILTER (WHERE e.slot = 'waiting'),
+               count(*) FILTER (WHERE e.slot = 'waiting' AND e.tool_name = p_tool)
+          INTO v_held, v_tool_held, v_waiting, v_tool_waiting
+          FROM toolruntime.executions e WHERE e.live AND e.slot <> 'none' AND e.id <> p_id;
+        IF v_held < p_max AND (p_tool_limit = 0 OR v_tool_held < p_tool_limit) AND v_tool_waiting = 0 THEN
+          v_decided := 'held';
+        ELSIF v_waiting < p_max_queued THEN
+          v_decided := 'waiting';
+        ELSE
+          RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'queue full', DETAIL = v_waiting::text;
+        END IF;
+        UPDATE toolruntime.executions SET slot = v_decided, tool_limit = p_tool_limit WHERE id = p_id;
+        RETURN QUERY SELECT v_decided, v_waiting;
+      END
+      $fn$;
+
+      -- Creates a run and, when asked, admits it, in one statement: a full queue raises and so
+      -- creates nothing. No row when the idempotency key names an earlier run.
+      CREATE FUNCTION toolruntime.create_run(
+        p_id uuid, p_tool text, p_caller text, p_key text, p_state smallint, p_retry_safe boolean,
+        p_record bytea, p_request jsonb, p_owner text,
+        p_admit boolean, p_max integer, p_tool_limit integer, p_max_queued integer
+      ) RETURNS TABLE (r_ordinal bigint, r_decided text, r_waiting bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_ordinal bigint;
+      BEGIN
+        INSERT INTO toolruntime.executions
+          (id, tool_name, caller, idempotency_key, state, live, retry_safe, record, request, owner)
+        VALUES (p_id, p_tool, p_caller, p_key, p_state, true, p_retry_safe, p_record, p_request, p_owner)
+        ON CONFLICT (caller, tool_name, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+        RETURNING ordinal INTO v_ordinal;
+        IF v_ordinal IS NULL THEN
+          RETURN;
+        END IF;
+        IF p_owner IS NULL THEN
+          PERFORM pg_notify('toolruntime_claims', '');
+        END IF;
+        IF NOT p_admit THEN
+          RETURN QUERY SELECT v_ordinal, NULL::text, 0::bigint;
+          RETURN;
+        END IF;
+        RETURN QUERY SELECT v_ordinal, a.decided, a.waiting
+          FROM toolruntime.admit_run(p_id, p_tool, p_max, p_tool_limit, p_max_queued) a;
+      END
+      $fn$;
+
+      -- Gives slots to waiting runs in queue order while they fit (a run whose tool is at its own
+      -- limit lets later runs of other tools pass), and rings each owner's doorbell.
+      CREATE FUNCTION toolruntime.dispatch_slots(p_max integer) RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_total bigint; v_tool bigint; v_granted integer := 0; r record;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(128009125519716);
+        SELECT count(*) INTO v_total FROM toolruntime.executions WHERE live AND slot = 'held';
+        FOR r IN SELECT id, tool_name, tool_limit, owner FROM toolruntime.executions
+                  WHERE live AND slot = 'waiting' ORDER BY ordinal LOOP
+          EXIT WHEN v_total >= p_max;
+          IF r.tool_limit <> 0 THEN
+            SELECT count(*) INTO v_tool FROM toolruntime.executions
+             WHERE live AND slot = 'held' AND tool_name = r.tool_name;
+            CONTINUE WHEN v_tool >= r.tool_limit;
+          END IF;
+          UPDATE toolruntime.executions SET slot = 'held' WHERE id = r.id;
+          v_total := v_total + 1;
+          v_granted := v_granted + 1;
+          IF r.owner IS NOT NULL THEN PERFORM pg_notify('toolruntime_control', r.owner); END IF;
+        END LOOP;
+        RETURN v_granted;
+      END
+      $fn$;
+
+      -- Gives a run's slot back; lets waiting runs in only when some wait (the lock is then taken).
+      CREATE FUNCTION toolruntime.release_slot(p_id uuid, p_max integer) RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        UPDATE toolruntime.executions SET slot = 'none' WHERE id = p_id AND slot <> 'none';
+        IF FOUND AND EXISTS (SELECT 1 FROM toolruntime.executions WHERE live AND slot = 'waiting') THEN
+          PERFORM toolruntime.dispatch_slots(p_max);
+        END IF;
+      END
+      $fn$;
+    `,
+  },
 ];

@@ -32,6 +32,11 @@ class ExecutionServiceStub(object):
                 request_serializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionRequest.SerializeToString,
                 response_deserializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionResponse.FromString,
                 )
+        self.WatchExecutions = channel.unary_stream(
+                '/toolruntime.v1.ExecutionService/WatchExecutions',
+                request_serializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionsRequest.SerializeToString,
+                response_deserializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionsResponse.FromString,
+                )
         self.GetExecution = channel.unary_unary(
                 '/toolruntime.v1.ExecutionService/GetExecution',
                 request_serializer=toolruntime_dot_v1_dot_execution__pb2.GetExecutionRequest.SerializeToString,
@@ -94,6 +99,19 @@ class ExecutionServiceServicer(object):
         Later: DEADLINE_EXCEEDED (the call's deadline passed; the run goes on), UNAVAILABLE (the server
         shut down and the run did not end within the grace period; on shutdown every watcher otherwise
         gets the run's COMPLETED event).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchExecutions(self, request, context):
+        """Follows the runs the caller may see (only those of `tool_name` when set): first one message with
+        `caught_up` set once the stream follows every run (list with ListExecutions after it and miss
+        nothing), then a run's record each time a run starts, changes state, starts an attempt or ends.
+        While nothing happens, an empty message (a heartbeat) every heartbeat interval
+        (GetCapabilities). With runs shared by replicas in PostgreSQL, only the runs this replica
+        executes are followed (ListExecutions lists them all). Errors (before the first message):
+        INVALID_ARGUMENT (tool name).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -163,6 +181,11 @@ def add_ExecutionServiceServicer_to_server(servicer, server):
                     servicer.WatchExecution,
                     request_deserializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionRequest.FromString,
                     response_serializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionResponse.SerializeToString,
+            ),
+            'WatchExecutions': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchExecutions,
+                    request_deserializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionsRequest.FromString,
+                    response_serializer=toolruntime_dot_v1_dot_execution__pb2.WatchExecutionsResponse.SerializeToString,
             ),
             'GetExecution': grpc.unary_unary_rpc_method_handler(
                     servicer.GetExecution,
@@ -243,6 +266,23 @@ class ExecutionService(object):
         return grpc.experimental.unary_stream(request, target, '/toolruntime.v1.ExecutionService/WatchExecution',
             toolruntime_dot_v1_dot_execution__pb2.WatchExecutionRequest.SerializeToString,
             toolruntime_dot_v1_dot_execution__pb2.WatchExecutionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WatchExecutions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/toolruntime.v1.ExecutionService/WatchExecutions',
+            toolruntime_dot_v1_dot_execution__pb2.WatchExecutionsRequest.SerializeToString,
+            toolruntime_dot_v1_dot_execution__pb2.WatchExecutionsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
