@@ -13,12 +13,12 @@ const variantsOfCase: Readonly<Record<1 | 2 | 3 | 4, readonly VariantId[]>> = {
   1: ["toolruntime-grpc", "grpc-echo"],
   2: ["toolruntime-connect-proto", "connect-echo-proto", "toolruntime-connect-json", "connect-echo-json"],
   3: ["toolruntime-runtool", "toolruntime-grpc"],
-  4: ["toolruntime-grpc", "mcp-noop"],
+  4: ["toolruntime-grpc", "mcp-noop", "toolruntime-mcp"],
 };
 
 /** Variants compared with each other, measured back to back so that their ratios share the machine's mood. */
 const pairedGroups: readonly (readonly VariantId[])[] = [
-  ["toolruntime-grpc", "grpc-echo", "toolruntime-runtool", "mcp-noop"],
+  ["toolruntime-grpc", "grpc-echo", "toolruntime-runtool", "mcp-noop", "toolruntime-mcp"],
   ["toolruntime-connect-proto", "connect-echo-proto"],
   ["toolruntime-connect-json", "connect-echo-json"],
 ];

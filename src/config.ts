@@ -4,6 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { actions } from "./auth/permissions.js";
 import type { IdentityConfig } from "./auth/authenticator.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./server/connection-options.js";
+import { checkDistinctNames, parseMcpServer, type McpServerSpec } from "./mcp/import/parse-mcp-server.js";
 import { checkCorsOrigin } from "./server/cors.js";
 import type { TlsFiles } from "./server/tls-config.js";
 
@@ -41,6 +42,14 @@ export interface ServerConfig {
   /** With a shared store: a replica's lease, in milliseconds. */
   readonly replicaLeaseMs: number;
   readonly corsOrigins: readonly string[];
+  /** Tools per page of tools/list at /mcp. */
+  readonly mcpPageSize: number;
+  /** MCP servers whose tools are served as `mcp.NAME.TOOL`. */
+  readonly mcpServers: readonly McpServerSpec[];
+  /** Names of MCP servers whose readOnlyHint is trusted. */
+  readonly mcpTrustHints: readonly string[];
+  /** Names of MCP servers whose idempotentHint is trusted. */
+  readonly mcpTrustIdempotent: readonly string[];
   readonly help: boolean;
 }
 
@@ -342,6 +351,36 @@ const options: readonly OptionSpec[] = [
     text: 'origin whose pages may call the HTTP port from a browser (CORS); repeat the flag, or separate origins with "," in the variable',
   },
   {
+    key: "mcpPageSize",
+    flag: "mcp-page-size",
+    kind: "integer",
+    fallback: 100,
+    min: 1,
+    max: 1000,
+    text: "tools per page of tools/list at /mcp (the MCP gateway on the HTTP port)",
+  },
+  {
+    key: "mcpServers",
+    flag: "mcp-server",
+    kind: "list",
+    fallback: undefined,
+    text: 'MCP server whose tools are served as mcp.NAME.TOOL: NAME=COMMAND ARGS... (stdio, split without a shell) or NAME=https://... (Streamable HTTP); repeat the flag (in the variable, separate servers with ",")',
+  },
+  {
+    key: "mcpTrustHints",
+    flag: "mcp-trust-hints",
+    kind: "list",
+    fallback: undefined,
+    text: "NAME of an --mcp-server whose readOnlyHint is trusted (its read-only tools become read_only instead of writes); repeatable",
+  },
+  {
+    key: "mcpTrustIdempotent",
+    flag: "mcp-trust-idempotent",
+    kind: "list",
+    fallback: undefined,
+    text: "NAME of an --mcp-server whose idempotentHint is trusted (its tools may become idempotent, so retried); repeatable",
+  },
+  {
     key: "logLevel",
     flag: "log-level",
     kind: "string",
@@ -570,6 +609,20 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     const problem = checkCorsOrigin(origin);
     if (problem !== undefined) throw new Error(problem);
   }
+  const mcpServers = (get("mcpServers") as string[]).map((value) => parseMcpServer(value));
+  checkDistinctNames(mcpServers);
+  const mcpTrustHints = get("mcpTrustHints") as string[];
+  const mcpTrustIdempotent = get("mcpTrustIdempotent") as string[];
+  for (const [flag, names] of [
+    ["mcp-trust-hints", mcpTrustHints],
+    ["mcp-trust-idempotent", mcpTrustIdempotent],
+  ] as const) {
+    for (const name of names) {
+      if (!mcpServers.some((server) => server.name === name)) {
+        throw new Error(`--${flag} "${name}" names no --mcp-server: give the NAME of a configured MCP server`);
+      }
+    }
+  }
   return {
     host: get("host") as string,
     grpcPort: get("grpcPort") as number,
@@ -615,6 +668,10 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     store: checkStoreUrl(get("store") as string | undefined),
     replicaLeaseMs: get("replicaLeaseMs") as number,
     corsOrigins,
+    mcpPageSize: get("mcpPageSize") as number,
+    mcpServers,
+    mcpTrustHints,
+    mcpTrustIdempotent,
     help: (flags["help"] as boolean | undefined) ?? false,
   };
 }

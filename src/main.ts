@@ -45,10 +45,17 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     store: config.store,
     sharedRuns: { leaseMs: config.replicaLeaseMs },
+    mcp: {
+      pageSize: config.mcpPageSize,
+      servers: config.mcpServers,
+      trustHints: config.mcpTrustHints,
+      trustIdempotent: config.mcpTrustIdempotent,
+    },
   });
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
     `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  console:         ${server.httpUrl}/console/\n  tools:           ${names}\n` +
+      `  MCP:             ${server.httpUrl}/mcp\n` +
       (server.healthUrl === undefined ? "" : `  health:          ${server.healthUrl}\n`) +
       `  store:           ${server.runtime.stores.description}\n` +
       (config.identities.length === 0

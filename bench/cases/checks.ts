@@ -114,21 +114,31 @@ export async function checkGrpcRunTool(baseUrl: string, load: LoadRequest): Prom
 }
 
 /**
- * Checks the MCP peer: the SDK's own client (initialize, then tools/call) gets a result that is
+ * Checks an MCP server (the peer, or toolruntime's /mcp with `toolName` "builtin.noop"): the SDK's own client (initialize, then tools/call) gets a result that is
  * not an error, and the JSON-RPC body h2load sends gets a JSON-RPC result, not an error.
  */
-export async function checkMcpCall(url: string, load: LoadRequest): Promise<CheckResult> {
+export async function checkMcpCall(url: string, load: LoadRequest, toolName = "noop"): Promise<CheckResult> {
   const client = new McpClient({ name: "toolruntime-bench", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
-    const result = await client.callTool({ name: "noop", arguments: {} });
+    const result = await client.callTool({ name: toolName, arguments: {} });
     if (result.isError) throw new Error(`MCP client: tools/call failed: ${JSON.stringify(result)}`);
   } finally {
     await client.close();
   }
   const replayed = await replayHttp1(load.url, load.headers, load.body);
   if (replayed.status !== 200) fail("MCP replay", replayed, "not HTTP 200");
-  const answer = JSON.parse(replayed.body.toString("utf8")) as { result?: { isError?: boolean }; error?: unknown };
+  // A JSON body, or an event stream whose last data line is the answer (the SDK's 2025-era stateless
+  // serving, behind toolruntime's /mcp, answers with a stream).
+  const text = replayed.body.toString("utf8");
+  const json = text.trimStart().startsWith("{")
+    ? text
+    : (text
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .at(-1)
+        ?.slice("data:".length) ?? "");
+  const answer = JSON.parse(json) as { result?: { isError?: boolean }; error?: unknown };
   if (answer.error !== undefined || answer.result === undefined || answer.result.isError === true) {
     fail("MCP replay", replayed, "not a successful JSON-RPC result");
   }

@@ -23,6 +23,10 @@ export const requestBodies = {
   mcpCall: Buffer.from(
     JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "noop", arguments: {} } }),
   ),
+  /** MCP: a JSON-RPC `tools/call` of toolruntime's builtin.noop through its /mcp gateway. */
+  mcpCallNoop: Buffer.from(
+    JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: noopToolName, arguments: {} } }),
+  ),
 } as const;
 
 /** Headers of a gRPC call, as h2load sends them. */

@@ -19,7 +19,8 @@ export type VariantId =
   | "connect-echo-json"
   | "toolruntime-connect-json"
   | "toolruntime-runtool"
-  | "mcp-noop";
+  | "mcp-noop"
+  | "toolruntime-mcp";
 
 /** One server under h2load load: what to start, what to send, how to check it answers correctly. */
 export interface WireVariant {
@@ -144,5 +145,16 @@ export const wireVariants: readonly WireVariant[] = [
     body: requestBodies.mcpCall,
     ...h1,
     check: (baseUrl, load) => checkMcpCall(`${baseUrl}/mcp`, load),
+  },
+  {
+    id: "toolruntime-mcp",
+    title: "toolruntime tools/call builtin.noop through /mcp (stateless 2025-11-25, HTTP/1.1)",
+    server: "toolruntime",
+    port: "http",
+    path: "/mcp",
+    headers: mcpHeaders,
+    body: requestBodies.mcpCallNoop,
+    ...h1,
+    check: (baseUrl, load) => checkMcpCall(`${baseUrl}/mcp`, load, "builtin.noop"),
   },
 ];

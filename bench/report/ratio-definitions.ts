@@ -120,4 +120,19 @@ export const ratioDefinitions: readonly RatioDefinition[] = [
     better: "lower",
     pick: wirePair("toolruntime-grpc", "mcp-noop", cpuMsPerCall),
   },
+  {
+    caseNumber: 4,
+    measure: "tools/call through /mcp ÷ ExecuteTool (gRPC port): calls/s",
+    unit: "calls/s",
+    better: "higher",
+    pick: wirePair("toolruntime-mcp", "toolruntime-grpc", callsPerSecond),
+  },
+  {
+    caseNumber: 4,
+    measure: "tools/call through /mcp ÷ ExecuteTool (gRPC port): server CPU per call",
+    unit: "ms",
+    better: "lower",
+    pick: wirePair("toolruntime-mcp", "toolruntime-grpc", cpuMsPerCall),
+  },
+  ...overhead(4, "toolruntime-mcp", "mcp-noop", "tools/call through /mcp ÷ bare MCP SDK server (same no-op tool)"),
 ];

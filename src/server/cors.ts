@@ -5,11 +5,27 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 /** A request handler of the HTTP port (HTTP/1.1 and HTTP/2); the same shape as http-listener's. */
 type Handler = (request: IncomingMessage | Http2ServerRequest, response: ServerResponse | Http2ServerResponse) => void;
 
-/** Request headers a browser may send beyond what Connect and gRPC-Web need: auth and tracing. */
-const extraAllowedHeaders = ["Authorization", "Traceparent", "Tracestate"];
+/**
+ * Request headers a browser may send beyond what Connect and gRPC-Web need: auth, tracing, and
+ * MCP's Streamable HTTP headers (for /mcp).
+ */
+const extraAllowedHeaders = [
+  "Authorization",
+  "Traceparent",
+  "Tracestate",
+  "Mcp-Protocol-Version",
+  "Mcp-Session-Id",
+  "Last-Event-Id",
+];
 
-/** Response headers a page may read beyond Connect's list: the negotiated encodings. */
-const extraExposedHeaders = ["Connect-Accept-Encoding", "Grpc-Encoding", "Grpc-Accept-Encoding"];
+/** Response headers a page may read beyond Connect's list: the negotiated encodings, MCP's session id. */
+const extraExposedHeaders = [
+  "Connect-Accept-Encoding",
+  "Grpc-Encoding",
+  "Grpc-Accept-Encoding",
+  "Mcp-Session-Id",
+  "Www-Authenticate",
+];
 
 /** How long a browser may cache a preflight answer, in seconds. */
 const preflightMaxAgeSeconds = 7200;

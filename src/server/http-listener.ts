@@ -6,6 +6,7 @@ import type { ConnectionOptions } from "./connection-options.js";
 import { serveConsoleAsset } from "./console-assets.js";
 import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
+import { withMcpRoute } from "./mcp/mcp-route.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 requests. */
@@ -35,6 +36,8 @@ export interface HttpListenOptions {
   readonly tls?: TlsMaterial | undefined;
   /** Origins whose pages may call from a browser (CORS, see withCors); none when absent. */
   readonly corsOrigins?: readonly string[] | undefined;
+  /** Serves `/mcp` (the MCP gateway, server/mcp/); absent: `/mcp` goes to the handler like any path. */
+  readonly mcp?: NodeRequestHandler | undefined;
 }
 
 // Every HTTP/2 connection starts with this preface (RFC 9113 §3.4); HTTP/1.1 never does.
@@ -46,7 +49,7 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * bytes are compared with the HTTP/2 preface and the connection goes to the matching server.
  */
 export async function listenHttp(options: HttpListenOptions, handler: NodeRequestHandler): Promise<HttpListener> {
-  const handleWithCors = withCors(handler, options.corsOrigins ?? []);
+  const handleWithCors = withCors(withMcpRoute(handler, options.mcp), options.corsOrigins ?? []);
   let closing = false;
   // Requests in flight on the port, so a drain knows when it is over.
   let requestsInFlight = 0;

@@ -26,6 +26,8 @@ import { listenHealth, type HealthListener } from "./health-listener.js";
 import { withCallLimit } from "./http-call-limit.js";
 import { withOperationalEndpoints } from "./http-endpoints.js";
 import { listenHttp, type HttpListener, type NodeRequestHandler } from "./http-listener.js";
+import { createMcpEndpoint } from "./mcp/mcp-endpoint.js";
+import { startMcpImports, type McpImportOptions } from "../mcp/import/start-mcp-imports.js";
 import { createMetricsGate } from "./metrics-access.js";
 import { peerCertificateOf } from "./peer-certificate.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
@@ -70,6 +72,11 @@ export interface ServerOptions extends OpenToolRuntimeOptions {
    * with Connect or gRPC-Web (CORS). Default: none, so browsers allow only same-origin pages.
    */
   readonly corsOrigins?: readonly string[];
+  /** The MCP gateway at `/mcp` on the HTTP port. */
+  readonly mcp?: {
+    /** Tools per tools/list page. Default 100. */
+    readonly pageSize?: number;
+  } & Partial<McpImportOptions>;
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
   /** Logger for audit records of executions. Default: the main logger. */
@@ -95,6 +102,9 @@ export interface RunningServer {
    */
   close(graceMs?: number): Promise<void>;
 }
+
+/** The version the server reports (MCP `serverInfo`). */
+export const serverVersion = "0.1.0";
 
 /** Default largest message: 4 MiB, the gRPC default. */
 export const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
@@ -207,6 +217,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     },
   }) as NodeRequestHandler;
 
+  const mcp = createMcpEndpoint(runtime, {
+    logger,
+    authenticate,
+    pageSize: options.mcp?.pageSize ?? 100,
+    maxBodyBytes: connection.maxMessageBytes,
+    version: serverVersion,
+  });
+
   let grpcPort: number;
   let http: HttpListener;
   let healthListener: HealthListener | undefined;
@@ -214,7 +232,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     grpcPort = await grpc.listen(host, options.grpcPort ?? 50051, tls);
     try {
       http = await listenHttp(
-        { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins },
+        { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins, mcp: mcp.handle },
         withOperationalEndpoints(
           withCallLimit(connectHandler, limiter, pacer),
           health,
@@ -224,6 +242,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       );
     } catch (error) {
       grpc.forceShutdown();
+      await mcp.close();
       throw error;
     }
     if (options.healthPort !== undefined) {
@@ -240,6 +259,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await tracing.shutdown();
     throw error;
   }
+  // MCP servers to import connect in the background: one that is down does not hold the start.
+  const mcpImports = startMcpImports(runtime.stores.tools, { servers: [], ...options.mcp }, logger);
   // Ready while the store answers: a replica whose database went away reports NOT_SERVING, so a
   // load balancer sends its calls elsewhere, and SERVING again once the database is back.
   if (runtime.stores.available()) health.serving();
@@ -261,6 +282,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     async close(graceMs = 5000) {
       closing = true;
       health.notServing();
+      // MCP notification streams would hold the port's drain until the grace period ends.
+      mcp.drain();
       // Calls still running when the grace period ends are cancelled, and get a moment more to
       // send their cancelled results before the connections are cut.
       const reason = new ConnectError("the server is shutting down", Code.Unavailable);
@@ -270,10 +293,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       }, graceMs);
       const hardStopMs = graceMs + cancelledResultGraceMs;
       await Promise.all([grpc.shutdown(hardStopMs), http.close(hardStopMs)]);
+      await mcp.close();
       clearTimeout(cancelTimer);
       await healthListener?.close();
       shutdown.abort(reason);
       runtime.executions.cancelAll(reason.rawMessage);
+      await mcpImports.close();
       await runtime.closeStores();
       await tracing.shutdown();
     },

@@ -74,4 +74,37 @@ describe("readConfig()", () => {
     expect(help).to.contain("TOOLRUNTIME_GRPC_PORT");
     expect(help).to.contain("(default: 50051)");
   });
+
+  it("reads MCP servers from repeated flags and the config file, and their trust by NAME", async () => {
+    const config = readConfig(
+      ["--mcp-server", "files=npx -y 'server fs' /srv", "--mcp-server", "docs=https://mcp.example.com/mcp"],
+      { TOOLRUNTIME_MCP_TRUST_HINTS: "docs" },
+    );
+    expect(config.mcpServers).to.deep.equal([
+      { kind: "stdio", name: "files", command: "npx", args: ["-y", "server fs", "/srv"] },
+      { kind: "http", name: "docs", url: new URL("https://mcp.example.com/mcp") },
+    ]);
+    expect(config.mcpTrustHints).to.deep.equal(["docs"]);
+    expect(config.mcpTrustIdempotent).to.deep.equal([]);
+    expect(config.mcpPageSize).to.equal(100);
+    const dir = await mkdtemp(path.join(os.tmpdir(), "toolruntime-config-"));
+    const file = path.join(dir, "config.json");
+    await writeFile(file, JSON.stringify({ mcpServers: ["web=http://127.0.0.1:9000/mcp"], mcpPageSize: 5 }));
+    const fromFile = readConfig(["--config", file], {});
+    expect(fromFile.mcpServers.map((server) => server.name)).to.deep.equal(["web"]);
+    expect(fromFile.mcpPageSize).to.equal(5);
+  });
+
+  it("refuses an invalid --mcp-server, a NAME given twice and trust for an unknown NAME", () => {
+    expect(() => readConfig(["--mcp-server", "Bad Name=cmd"], {})).to.throw(
+      '--mcp-server value "Bad Name=cmd" is invalid',
+    );
+    expect(() => readConfig(["--mcp-server", "a=x", "--mcp-server", "a=y"], {})).to.throw(
+      'mcp server name "a" is given twice: give each --mcp-server a distinct NAME',
+    );
+    expect(() => readConfig(["--mcp-server", "a=x", "--mcp-trust-idempotent", "b"], {})).to.throw(
+      '--mcp-trust-idempotent "b" names no --mcp-server: give the NAME of a configured MCP server',
+    );
+    expect(() => readConfig(["--mcp-page-size", "0"], {})).to.throw("--mcp-page-size");
+  });
 });
