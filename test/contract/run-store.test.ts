@@ -8,6 +8,7 @@ import { openDoorbell, type Doorbell } from "../../src/stores/postgres/doorbell.
 import { migrate } from "../../src/stores/postgres/migrate.js";
 import { openDatabase, type Database } from "../../src/stores/postgres/open-database.js";
 import { createPostgresRunStore } from "../../src/stores/postgres/postgres-run-store.js";
+import { createMemoryRunStore, MemoryRunHub } from "../../src/stores/memory/memory-run-store.js";
 import type { NewRun, RunStore } from "../../src/stores/run-store.js";
 import { sharedPostgres } from "../support/postgres-server.js";
 
@@ -30,118 +31,148 @@ function newRun(tool: string, owner: string | undefined, retrySafe = false): New
   };
 }
 
-describe("RunStore contract (postgres)", function () {
-  this.timeout(60_000);
-  const opened: { database: Database; doorbell: Doorbell; store: RunStore }[] = [];
-  let url: string;
+/** Opens one replica's run store on the shared state of a test; `close` releases what it holds. */
+type Opener = (leaseMs: number) => Promise<{ store: RunStore; close: () => Promise<void> }>;
 
-  /** One replica's run store on the suite's database. */
-  const replica = async (leaseMs = 10_000): Promise<RunStore> => {
-    const database = await openDatabase(url);
-    await migrate(database.pool);
-    const doorbell = openDoorbell(url);
-    const store = await createPostgresRunStore(database, doorbell, { leaseMs });
-    opened.push({ database, doorbell, store });
-    return store;
-  };
+const implementations: { name: string; fresh: () => Promise<Opener> }[] = [
+  {
+    name: "memory",
+    fresh: () => {
+      const hub = new MemoryRunHub();
+      return Promise.resolve((leaseMs) => {
+        const store = createMemoryRunStore(hub, { leaseMs });
+        return Promise.resolve({ store, close: () => store.close() });
+      });
+    },
+  },
+  {
+    name: "postgres",
+    fresh: async () => {
+      const url = await (await sharedPostgres()).createDatabase("run_store");
+      return async (leaseMs) => {
+        const database: Database = await openDatabase(url);
+        await migrate(database.pool);
+        const doorbell: Doorbell = openDoorbell(url);
+        const store = await createPostgresRunStore(database, doorbell, { leaseMs });
+        return {
+          store,
+          close: async () => {
+            await store.close();
+            await doorbell.close();
+            await database.pool.end();
+          },
+        };
+      };
+    },
+  },
+];
 
-  beforeEach(async () => {
-    url = await (await sharedPostgres()).createDatabase("run_store");
-  });
+for (const implementation of implementations)
+  describe(`RunStore contract (${implementation.name})`, function () {
+    this.timeout(60_000);
+    const opened: (() => Promise<void>)[] = [];
+    let open: Opener;
 
-  afterEach(async () => {
-    for (const { database, doorbell, store } of opened.splice(0)) {
-      await store.close();
-      await doorbell.close();
-      await database.pool.end();
-    }
-  });
+    /** One replica's run store on the test's shared state. */
+    const replica = async (leaseMs = 10_000): Promise<RunStore> => {
+      const { store, close } = await open(leaseMs);
+      opened.push(close);
+      return store;
+    };
 
-  it("never assigns a run twice: five replicas claiming 200 runs concurrently take each exactly once", async () => {
-    const stores = await Promise.all(Array.from({ length: 5 }, () => replica()));
-    const runs = Array.from({ length: 200 }, () => newRun("claim.tool", undefined));
-    await Promise.all(runs.map((run) => stores[0]!.create(run, "")));
-    const claimedBy = new Map<string, string>();
-    let duplicates = 0;
-    await Promise.all(
-      stores.map(async (store) => {
-        for (;;) {
-          const claimed = await store.claim(["claim.tool"], 7);
-          if (claimed.length === 0) return;
-          for (const run of claimed) {
-            if (claimedBy.has(run.id)) duplicates += 1;
-            claimedBy.set(run.id, store.replicaId);
-            expect(run.owner).to.equal(store.replicaId);
-            expect(run.epoch).to.equal(2);
+    beforeEach(async () => {
+      open = await implementation.fresh();
+    });
+
+    afterEach(async () => {
+      for (const close of opened.splice(0)) await close();
+    });
+
+    it("never assigns a run twice: five replicas claiming 200 runs concurrently take each exactly once", async () => {
+      const stores = await Promise.all(Array.from({ length: 5 }, () => replica()));
+      const runs = Array.from({ length: 200 }, () => newRun("claim.tool", undefined));
+      await Promise.all(runs.map((run) => stores[0]!.create(run, "")));
+      const claimedBy = new Map<string, string>();
+      let duplicates = 0;
+      await Promise.all(
+        stores.map(async (store) => {
+          for (;;) {
+            const claimed = await store.claim(["claim.tool"], 7);
+            if (claimed.length === 0) return;
+            for (const run of claimed) {
+              if (claimedBy.has(run.id)) duplicates += 1;
+              claimedBy.set(run.id, store.replicaId);
+              expect(run.owner).to.equal(store.replicaId);
+              expect(run.epoch).to.equal(2);
+            }
           }
-        }
-      }),
-    );
-    expect(duplicates).to.equal(0);
-    expect(claimedBy.size).to.equal(200);
-  });
+        }),
+      );
+      expect(duplicates).to.equal(0);
+      expect(claimedBy.size).to.equal(200);
+    });
 
-  it("fences writes by owner and epoch: a stale owner's flush is refused and writes nothing", async () => {
-    const [a, b] = [await replica(), await replica()];
-    const run = newRun("fence.tool", a.replicaId);
-    await a.create(run, "");
-    const fence = { id: run.id, owner: a.replicaId, epoch: 1 };
-    expect(await a.flush(fence, [], run.execution)).to.equal(true);
-    expect(await a.flush({ ...fence, epoch: 2 }, [], run.execution)).to.equal(false);
-    expect(await b.flush({ ...fence, owner: b.replicaId }, [], run.execution)).to.equal(false);
-    const stored = await b.get(run.id);
-    expect(stored?.owner).to.equal(a.replicaId);
-    expect(stored?.lastSequence).to.equal(0);
-  });
+    it("fences writes by owner and epoch: a stale owner's flush is refused and writes nothing", async () => {
+      const [a, b] = [await replica(), await replica()];
+      const run = newRun("fence.tool", a.replicaId);
+      await a.create(run, "");
+      const fence = { id: run.id, owner: a.replicaId, epoch: 1 };
+      expect(await a.flush(fence, [], run.execution)).to.equal(true);
+      expect(await a.flush({ ...fence, epoch: 2 }, [], run.execution)).to.equal(false);
+      expect(await b.flush({ ...fence, owner: b.replicaId }, [], run.execution)).to.equal(false);
+      const stored = await b.get(run.id);
+      expect(stored?.owner).to.equal(a.replicaId);
+      expect(stored?.lastSequence).to.equal(0);
+    });
 
-  it("makes an idempotency key global: of 50 concurrent creates with one key, one creates and all name it", async () => {
-    const stores = [await replica(), await replica()];
-    const outcomes = await Promise.all(
-      Array.from({ length: 50 }, (_, index) => stores[index % 2]!.create(newRun("key.tool", undefined), "one-key")),
-    );
-    const created = outcomes.filter((outcome) => "ordinal" in outcome);
-    expect(created).to.have.length(1);
-    const ids = new Set(outcomes.flatMap((outcome) => ("existing" in outcome ? [outcome.existing.id] : [])));
-    expect(ids.size).to.equal(1);
-  });
+    it("makes an idempotency key global: of 50 concurrent creates with one key, one creates and all name it", async () => {
+      const stores = [await replica(), await replica()];
+      const outcomes = await Promise.all(
+        Array.from({ length: 50 }, (_, index) => stores[index % 2]!.create(newRun("key.tool", undefined), "one-key")),
+      );
+      const created = outcomes.filter((outcome) => "ordinal" in outcome);
+      expect(created).to.have.length(1);
+      const ids = new Set(outcomes.flatMap((outcome) => ("existing" in outcome ? [outcome.existing.id] : [])));
+      expect(ids.size).to.equal(1);
+    });
 
-  it("takes over a lost replica's runs once: a retry-safe run is handed back, any other ends ReplicaLostError", async () => {
-    const [lost, survivor, other] = [await replica(500), await replica(), await replica()];
-    const safe = newRun("lost.safe", lost.replicaId, true);
-    const unsafe = newRun("lost.unsafe", lost.replicaId, false);
-    const started = create(ExecutionSchema, { ...unsafe.execution, attempts: 1 });
-    await lost.create({ ...safe, execution: create(ExecutionSchema, { ...safe.execution, attempts: 1 }) }, "");
-    await lost.create({ ...unsafe, execution: started }, "");
-    await lost.close(); // its lease ends now
-    const taken = await Promise.all([survivor.sweep(decideLostRun, 10), other.sweep(decideLostRun, 10)]);
-    expect(taken[0] + taken[1]).to.equal(2);
-    const requeued = await survivor.get(safe.id);
-    expect(requeued?.owner).to.equal(undefined);
-    expect(requeued?.execution.state).to.equal(ExecutionState.QUEUED);
-    expect((await survivor.events(safe.id, 0)).map((event) => event.event.case)).to.deep.equal(["retryScheduled"]);
-    const ended = await survivor.get(unsafe.id);
-    expect(ended?.execution.state).to.equal(ExecutionState.FAILED);
-    expect(ended?.execution.result?.error?.errorType).to.equal("ReplicaLostError");
-    expect(await survivor.sweep(decideLostRun, 10)).to.equal(0);
-  });
+    it("takes over a lost replica's runs once: a retry-safe run is handed back, any other ends ReplicaLostError", async () => {
+      const [lost, survivor, other] = [await replica(500), await replica(), await replica()];
+      const safe = newRun("lost.safe", lost.replicaId, true);
+      const unsafe = newRun("lost.unsafe", lost.replicaId, false);
+      const started = create(ExecutionSchema, { ...unsafe.execution, attempts: 1 });
+      await lost.create({ ...safe, execution: create(ExecutionSchema, { ...safe.execution, attempts: 1 }) }, "");
+      await lost.create({ ...unsafe, execution: started }, "");
+      await lost.close(); // its lease ends now
+      const taken = await Promise.all([survivor.sweep(decideLostRun, 10), other.sweep(decideLostRun, 10)]);
+      expect(taken[0] + taken[1]).to.equal(2);
+      const requeued = await survivor.get(safe.id);
+      expect(requeued?.owner).to.equal(undefined);
+      expect(requeued?.execution.state).to.equal(ExecutionState.QUEUED);
+      expect((await survivor.events(safe.id, 0)).map((event) => event.event.case)).to.deep.equal(["retryScheduled"]);
+      const ended = await survivor.get(unsafe.id);
+      expect(ended?.execution.state).to.equal(ExecutionState.FAILED);
+      expect(ended?.execution.result?.error?.errorType).to.equal("ReplicaLostError");
+      expect(await survivor.sweep(decideLostRun, 10)).to.equal(0);
+    });
 
-  it("admits across replicas: never more held than the limit, a bounded FIFO queue, the next let in on release", async () => {
-    const [a, b] = [await replica(), await replica()];
-    const slot = { toolLimit: 0, maxConcurrent: 3, maxQueued: 4 };
-    const runs = Array.from({ length: 7 }, (_, index) => newRun("slot.tool", (index % 2 ? a : b).replicaId));
-    const outcomes = [];
-    for (const [index, run] of runs.entries()) outcomes.push(await (index % 2 ? a : b).create(run, "", slot));
-    const slots = outcomes.map((outcome) => ("slot" in outcome ? outcome.slot?.slot : "existing"));
-    expect(slots).to.deep.equal(["held", "held", "held", "waiting", "waiting", "waiting", "waiting"]);
-    let refused: unknown;
-    try {
-      await a.create(newRun("slot.tool", a.replicaId), "", slot);
-    } catch (error) {
-      refused = error;
-    }
-    expect(refused).to.be.instanceOf(ToolRuntimeError);
-    expect(refused).to.have.property("code", "RESOURCE_EXHAUSTED");
-    await b.release(runs[0]!.id, 3);
-    expect(await a.held(runs.slice(3).map((run) => run.id))).to.deep.equal([runs[3]!.id]);
+    it("admits across replicas: never more held than the limit, a bounded FIFO queue, the next let in on release", async () => {
+      const [a, b] = [await replica(), await replica()];
+      const slot = { toolLimit: 0, maxConcurrent: 3, maxQueued: 4 };
+      const runs = Array.from({ length: 7 }, (_, index) => newRun("slot.tool", (index % 2 ? a : b).replicaId));
+      const outcomes = [];
+      for (const [index, run] of runs.entries()) outcomes.push(await (index % 2 ? a : b).create(run, "", slot));
+      const slots = outcomes.map((outcome) => ("slot" in outcome ? outcome.slot?.slot : "existing"));
+      expect(slots).to.deep.equal(["held", "held", "held", "waiting", "waiting", "waiting", "waiting"]);
+      let refused: unknown;
+      try {
+        await a.create(newRun("slot.tool", a.replicaId), "", slot);
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).to.be.instanceOf(ToolRuntimeError);
+      expect(refused).to.have.property("code", "RESOURCE_EXHAUSTED");
+      await b.release(runs[0]!.id, 3);
+      expect(await a.held(runs.slice(3).map((run) => run.id))).to.deep.equal([runs[3]!.id]);
+    });
   });
-});

@@ -1,0 +1,296 @@
+import { randomUUID } from "node:crypto";
+import { ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
+import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
+import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
+import { quote } from "../../registry/names.js";
+import type { RunRequest, RunStore, SlotOutcome, SlotRequest, StoredDecision, StoredRun } from "../run-store.js";
+
+interface Row {
+  readonly id: string;
+  readonly ordinal: number;
+  readonly key: string;
+  readonly retrySafe: boolean;
+  readonly request: RunRequest;
+  execution: Execution;
+  owner: string | undefined;
+  epoch: number;
+  events: RunEvent[];
+  cancelReason: string | undefined;
+  decision: StoredDecision | undefined;
+  slot: "none" | "held" | "waiting";
+  toolLimit: number;
+  finishedAt: number | undefined;
+}
+
+const liveStates = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, ExecutionState.RUNNING];
+const isLive = (row: Row): boolean => row.finishedAt === undefined;
+
+/**
+ * The state several in-process run stores share: what PostgreSQL holds for the PostgreSQL store.
+ * Every operation on it is synchronous, so each is atomic, as a transaction is there.
+ */
+export class MemoryRunHub {
+  readonly rows = new Map<string, Row>();
+  readonly keys = new Map<string, string>();
+  readonly leases = new Map<string, number>();
+  readonly runListeners = new Set<(id: string) => void>();
+  readonly claimListeners = new Set<() => void>();
+  readonly controlListeners = new Map<string, Set<() => void>>();
+  ordinal = 0;
+
+  /** Live rows, oldest first. */
+  live(): Row[] {
+    return [...this.rows.values()].filter(isLive);
+  }
+}
+
+/**
+ * A run store in memory: the same contract as the PostgreSQL store (claims, fencing, leases,
+ * cluster admission, idempotency) among the stores made on one {@link MemoryRunHub}, for runtimes
+ * embedded in one process and for the contract suite. Notifications are synchronous calls.
+ */
+export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: number } = {}): RunStore {
+  const replicaId = randomUUID();
+  const leaseMs = options.leaseMs ?? 10_000;
+  hub.leases.set(replicaId, Date.now() + leaseMs);
+  const stored = (row: Row): StoredRun => ({
+    id: row.id,
+    ordinal: row.ordinal,
+    execution: row.execution,
+    request: row.request,
+    owner: row.owner,
+    epoch: row.epoch,
+    lastSequence: row.events.length,
+    retrySafe: row.retrySafe,
+  });
+  const ringRun = (id: string): void => hub.runListeners.forEach((listener) => listener(id));
+  const ringOwner = (owner: string | undefined): void => {
+    if (owner !== undefined) hub.controlListeners.get(owner)?.forEach((listener) => listener());
+  };
+
+  const admitRow = (row: Row, slot: SlotRequest): SlotOutcome => {
+    const others = hub.live().filter((each) => each.id !== row.id && each.slot !== "none");
+    const held = others.filter((each) => each.slot === "held");
+    const waiting = others.filter((each) => each.slot === "waiting");
+    const tool = row.execution.toolName;
+    const fits =
+      held.length < slot.maxConcurrent &&
+      (slot.toolLimit === 0 || held.filter((each) => each.execution.toolName === tool).length < slot.toolLimit) &&
+      !waiting.some((each) => each.execution.toolName === tool);
+    row.toolLimit = slot.toolLimit;
+    if (fits) {
+      row.slot = "held";
+      return { slot: "held", position: 0 };
+    }
+    if (waiting.length >= slot.maxQueued) {
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `run of ${quote(tool)} cannot be queued: ${waiting.length} runs already wait across the cluster, the most allowed; retry later`,
+        tool,
+        Math.min(30_000, Math.max(100, Math.round((waiting.length / Math.max(1, slot.maxConcurrent)) * 100))),
+      );
+    }
+    row.slot = "waiting";
+    return { slot: "waiting", position: waiting.length };
+  };
+
+  const dispatch = (maxConcurrent: number): void => {
+    const live = hub.live();
+    let total = live.filter((row) => row.slot === "held").length;
+    for (const row of live.filter((each) => each.slot === "waiting").sort((a, b) => a.ordinal - b.ordinal)) {
+      if (total >= maxConcurrent) break;
+      const tool = row.execution.toolName;
+      const running = live.filter((each) => each.slot === "held" && each.execution.toolName === tool).length;
+      if (row.toolLimit !== 0 && running >= row.toolLimit) continue;
+      row.slot = "held";
+      total += 1;
+      ringOwner(row.owner);
+    }
+  };
+
+  /** Ends or hands back a run locked for this store, as the sweep and an unowned cancel do. */
+  const writeEnd = (row: Row, end: { kind: "ended" | "requeued"; events: RunEvent[]; execution: Execution }): void => {
+    row.events.push(...end.events);
+    row.execution = end.execution;
+    row.owner = undefined;
+    row.epoch += 1;
+    row.slot = "none";
+    if (end.kind === "ended") row.finishedAt = Date.now();
+    ringRun(row.id);
+    if (end.kind === "requeued") hub.claimListeners.forEach((listener) => listener());
+  };
+
+  return {
+    replicaId,
+
+    create(run, idempotencyKey, slot) {
+      const keyIndex = `${run.execution.caller}\u0000${run.execution.toolName}\u0000${idempotencyKey}`;
+      const earlier = idempotencyKey === "" ? undefined : hub.keys.get(keyIndex);
+      const existing = earlier === undefined ? undefined : hub.rows.get(earlier);
+      if (existing) return Promise.resolve({ existing: stored(existing) });
+      const row: Row = {
+        id: run.id,
+        ordinal: ++hub.ordinal,
+        key: idempotencyKey,
+        retrySafe: run.retrySafe,
+        request: run.request,
+        execution: run.execution,
+        owner: run.owner,
+        epoch: 1,
+        events: [],
+        cancelReason: undefined,
+        decision: undefined,
+        slot: "none",
+        toolLimit: 0,
+        finishedAt: undefined,
+      };
+      let admitted: SlotOutcome | undefined;
+      try {
+        admitted = slot ? admitRow(row, slot) : undefined;
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+      hub.rows.set(row.id, row);
+      if (idempotencyKey !== "") hub.keys.set(keyIndex, row.id);
+      if (run.owner === undefined) hub.claimListeners.forEach((listener) => listener());
+      return Promise.resolve({ ordinal: row.ordinal, slot: admitted });
+    },
+
+    admit(id, slot) {
+      const row = hub.rows.get(id);
+      if (!row) return Promise.reject(new Error(`no run ${id}`));
+      try {
+        return Promise.resolve(admitRow(row, slot));
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+    },
+
+    release(id, maxConcurrent) {
+      const row = hub.rows.get(id);
+      if (row && row.slot !== "none") {
+        row.slot = "none";
+        dispatch(maxConcurrent);
+      }
+      return Promise.resolve();
+    },
+
+    dispatch(maxConcurrent) {
+      dispatch(maxConcurrent);
+      return Promise.resolve();
+    },
+
+    held: (ids) => Promise.resolve(ids.filter((id) => hub.rows.get(id)?.slot === "held")),
+
+    flush(fence, events, execution) {
+      const row = hub.rows.get(fence.id);
+      if (!row || row.owner !== fence.owner || row.epoch !== fence.epoch) return Promise.resolve(false);
+      row.events.push(...events);
+      row.execution = execution;
+      if (!liveStates.includes(execution.state)) row.finishedAt ??= Date.now();
+      ringRun(row.id);
+      return Promise.resolve(true);
+    },
+
+    get: (id) => Promise.resolve(hub.rows.has(id) ? stored(hub.rows.get(id) as Row) : undefined),
+
+    events: (id, afterSequence) => Promise.resolve(hub.rows.get(id)?.events.slice(afterSequence) ?? []),
+
+    list(query) {
+      const rows = [...hub.rows.values()]
+        .filter((row) => row.ordinal < query.beforeOrdinal)
+        .filter((row) => query.toolName === "" || row.execution.toolName === query.toolName)
+        .filter((row) => query.state === 0 || row.execution.state === query.state)
+        .sort((a, b) => b.ordinal - a.ordinal)
+        .slice(0, query.limit);
+      return Promise.resolve(rows.map(stored));
+    },
+
+    requestCancel(id, reason, ended) {
+      const row = hub.rows.get(id);
+      if (!row || !isLive(row)) return Promise.resolve(false);
+      if (row.owner === undefined) writeEnd(row, ended(stored(row)));
+      else {
+        row.cancelReason ??= reason;
+        ringOwner(row.owner);
+      }
+      return Promise.resolve(true);
+    },
+
+    decide(id, decision) {
+      const row = hub.rows.get(id);
+      const pending = row && isLive(row) && row.execution.state === ExecutionState.AWAITING_APPROVAL && !row.decision;
+      if (!pending) return Promise.resolve(false);
+      row.decision = decision;
+      ringOwner(row.owner);
+      return Promise.resolve(true);
+    },
+
+    pendingControl(ids) {
+      const rows = hub
+        .live()
+        .filter((row) => row.owner === replicaId && (row.cancelReason !== undefined || row.decision))
+        .filter((row) => ids === undefined || ids.includes(row.id));
+      return Promise.resolve(
+        rows.map((row) => ({ id: row.id, cancelReason: row.cancelReason, decision: row.decision })),
+      );
+    },
+
+    claim(toolNames, limit) {
+      const claimed = hub
+        .live()
+        .filter((row) => row.owner === undefined && toolNames.includes(row.execution.toolName))
+        .sort((a, b) => a.ordinal - b.ordinal)
+        .slice(0, limit);
+      for (const row of claimed) {
+        row.owner = replicaId;
+        row.epoch += 1;
+      }
+      return Promise.resolve(claimed.map(stored));
+    },
+
+    sweep(decide, maxConcurrent) {
+      const now = Date.now();
+      const lost = hub
+        .live()
+        .filter((row) => row.owner !== undefined && (hub.leases.get(row.owner) ?? 0) <= now)
+        .sort((a, b) => a.ordinal - b.ordinal);
+      for (const row of lost) writeEnd(row, decide(stored(row)));
+      if (lost.length > 0) dispatch(maxConcurrent);
+      return Promise.resolve(lost.length);
+    },
+
+    renewLease() {
+      const alive = (hub.leases.get(replicaId) ?? 0) > Date.now();
+      hub.leases.set(replicaId, Date.now() + leaseMs);
+      return Promise.resolve(alive);
+    },
+
+    evict(maxRetained, retentionMs) {
+      const finished = [...hub.rows.values()]
+        .filter((row) => !isLive(row))
+        .sort((a, b) => (b.finishedAt ?? 0) - (a.finishedAt ?? 0));
+      const cutoff = Date.now() - retentionMs;
+      for (const [index, row] of finished.entries()) {
+        if (index < maxRetained && (row.finishedAt ?? 0) >= cutoff) continue;
+        hub.rows.delete(row.id);
+        if (row.key !== "") hub.keys.delete(`${row.execution.caller}\u0000${row.execution.toolName}\u0000${row.key}`);
+      }
+      return Promise.resolve();
+    },
+
+    onRunChange: (listener) => void hub.runListeners.add(listener),
+    onClaimable: (listener) => void hub.claimListeners.add(listener),
+    onControl(listener) {
+      const set = hub.controlListeners.get(replicaId) ?? new Set();
+      set.add(listener);
+      hub.controlListeners.set(replicaId, set);
+    },
+
+    close() {
+      hub.leases.set(replicaId, Date.now());
+      return Promise.resolve();
+    },
+  };
+}
