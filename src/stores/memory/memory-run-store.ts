@@ -149,7 +149,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       try {
         admitted = slot ? admitRow(row, slot) : undefined;
       } catch (error) {
-        return Promise.reject(error as Error);
+        return Promise.reject(error);
       }
       hub.rows.set(row.id, row);
       if (idempotencyKey !== "") hub.keys.set(keyIndex, row.id);
@@ -163,7 +163,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       try {
         return Promise.resolve(admitRow(row, slot));
       } catch (error) {
-        return Promise.reject(error as Error);
+        return Promise.reject(error);
       }
     },
 
