@@ -124,11 +124,12 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
   return {
     replicaId,
 
-    create(run, idempotencyKey, slot) {
+    // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
+    async create(run, idempotencyKey, slot) {
       const keyIndex = `${run.execution.caller}\u0000${run.execution.toolName}\u0000${idempotencyKey}`;
       const earlier = idempotencyKey === "" ? undefined : hub.keys.get(keyIndex);
       const existing = earlier === undefined ? undefined : hub.rows.get(earlier);
-      if (existing) return Promise.resolve({ existing: stored(existing) });
+      if (existing) return { existing: stored(existing) };
       const row: Row = {
         id: run.id,
         ordinal: ++hub.ordinal,
@@ -145,26 +146,19 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
         toolLimit: 0,
         finishedAt: undefined,
       };
-      let admitted: SlotOutcome | undefined;
-      try {
-        admitted = slot ? admitRow(row, slot) : undefined;
-      } catch (error) {
-        return Promise.reject(error);
-      }
+      // Admitted before it is kept: a full queue creates nothing.
+      const admitted: SlotOutcome | undefined = slot ? admitRow(row, slot) : undefined;
       hub.rows.set(row.id, row);
       if (idempotencyKey !== "") hub.keys.set(keyIndex, row.id);
       if (run.owner === undefined) hub.claimListeners.forEach((listener) => listener());
-      return Promise.resolve({ ordinal: row.ordinal, slot: admitted });
+      return { ordinal: row.ordinal, slot: admitted };
     },
 
-    admit(id, slot) {
+    // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
+    async admit(id, slot) {
       const row = hub.rows.get(id);
-      if (!row) return Promise.reject(new Error(`no run ${id}`));
-      try {
-        return Promise.resolve(admitRow(row, slot));
-      } catch (error) {
-        return Promise.reject(error);
-      }
+      if (!row) throw new Error(`no run ${id}`);
+      return admitRow(row, slot);
     },
 
     release(id, maxConcurrent) {
@@ -201,7 +195,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       const rows = [...hub.rows.values()]
         .filter((row) => row.ordinal < query.beforeOrdinal)
         .filter((row) => query.toolName === "" || row.execution.toolName === query.toolName)
-        .filter((row) => query.state === 0 || row.execution.state === query.state)
+        .filter((row) => query.state === 0 || row.execution.state === (query.state as ExecutionState))
         .sort((a, b) => b.ordinal - a.ordinal)
         .slice(0, query.limit);
       return Promise.resolve(rows.map(stored));
