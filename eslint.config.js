@@ -3,6 +3,12 @@
 import eslint from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+/** Imports the core may not make (DESIGN.md §3): the server layer and the transports. */
+const coreLayerPatterns = [
+  { group: ["**/server/**"], message: "the core must not import the server layer" },
+  { group: ["@connectrpc/*", "@grpc/*"], message: "the core must not depend on a transport" },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -42,17 +48,7 @@ export default tseslint.config(
       "src/providers/provider-hub.ts",
       "src/runtime.ts",
     ],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            { group: ["**/server/**"], message: "the core must not import the server layer" },
-            { group: ["@connectrpc/*", "@grpc/*"], message: "the core must not depend on a transport" },
-          ],
-        },
-      ],
-    },
+    rules: { "no-restricted-imports": ["error", { patterns: coreLayerPatterns }] },
   },
   {
     // The in-memory stores are the default and must not pull in the database driver.
@@ -62,8 +58,7 @@ export default tseslint.config(
         "error",
         {
           patterns: [
-            { group: ["**/server/**"], message: "the core must not import the server layer" },
-            { group: ["@connectrpc/*", "@grpc/*"], message: "the core must not depend on a transport" },
+            ...coreLayerPatterns,
             { group: ["pg", "**/stores/postgres/**"], message: "only stores/postgres/ talks to PostgreSQL" },
           ],
         },

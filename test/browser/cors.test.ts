@@ -1,24 +1,10 @@
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
+import { launchChromium } from "../support/chromium.js";
 import { startTestServer } from "../support/test-server.js";
-
-/** Debian's chromium, as scripts/ensure-test-deps.mjs installs it; nothing is downloaded. */
-const chromiumPath = "/usr/bin/chromium";
-const chromiumArgs = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-quic",
-  "--disable-sync",
-];
 
 /** A static server on 127.0.0.1 whose only page is blank: the origin a test page runs on. */
 async function startPageServer(): Promise<{ server: Server; origin: string }> {
@@ -98,26 +84,20 @@ describe("CORS: a page on another origin in headless Chromium", function () {
   let server: RunningServer;
   let allowedPage: { server: Server; origin: string };
   let otherPage: { server: Server; origin: string };
-  let userDataDir: string;
   let browser: BrowserContext;
+  let closeBrowser: () => Promise<void>;
 
   before(async () => {
     allowedPage = await startPageServer();
     otherPage = await startPageServer();
     server = await startTestServer({ corsOrigins: [allowedPage.origin] });
-    userDataDir = await mkdtemp(join(tmpdir(), "toolruntime-chromium-"));
-    browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: chromiumPath,
-      args: chromiumArgs,
-      headless: true,
-    });
+    ({ browser, close: closeBrowser } = await launchChromium());
   });
   after(async () => {
-    await browser.close();
+    await closeBrowser();
     await server.close(0);
     allowedPage.server.close();
     otherPage.server.close();
-    await rm(userDataDir, { recursive: true, force: true });
   });
 
   /** Opens a page on `origin` and runs `call` in it (a self-contained function, sent as source). */
