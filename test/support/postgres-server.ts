@@ -1,5 +1,5 @@
 import { readFile, mkdtemp, rm, stat } from "node:fs/promises";
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -97,7 +97,10 @@ export async function startPostgres(): Promise<PostgresServer> {
     stop() {
       stopped ??= (async () => {
         process.off("exit", stopNow);
-        await runPostgresProgram(binDir, "pg_ctl", ["-D", directory, "-m", "immediate", "stop"], directory);
+        // A paused server (see pause) is already stopped: only its directory is left to remove.
+        if (existsSync(join(directory, "postmaster.pid"))) {
+          await runPostgresProgram(binDir, "pg_ctl", ["-D", directory, "-m", "immediate", "stop"], directory);
+        }
         await rm(directory, { recursive: true, force: true });
       })();
       return stopped;
