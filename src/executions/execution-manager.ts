@@ -1,6 +1,5 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { ExecutionState, type ExecutionOptions } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
@@ -10,13 +9,21 @@ import { quote } from "../registry/names.js";
 import { failed } from "../runner/run-outcome.js";
 import type { RegisteredTool } from "../registry/tool-definition.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
 import { defaultStopGraceMs, runAttempts } from "./attempt-loop.js";
 import { checkExecutionDurations } from "./check-execution-durations.js";
 import { ExecutionRecord, type Decision, type EventLimits } from "./execution-record.js";
 import { ExecutionStore, type ListExecutionsQuery, type RetentionOptions } from "./execution-store.js";
-import { inputsDigest } from "./inputs-digest.js";
 import { resolveRetryPolicy, type ResolvedRetryPolicy } from "./retry-policy.js";
+import {
+  approvalNotPending,
+  checkCancellable,
+  checkDigest,
+  checkSameInputs,
+  newDecision,
+  newRecordInit,
+} from "./run-checks.js";
 import { stoppedOutcome } from "./stopped-outcome.js";
 
 /** Options of an {@link ExecutionManager}. Every field has a default. */
@@ -81,25 +88,6 @@ export interface CheckedStart {
   readonly key: string;
 }
 
-/** INVALID_ARGUMENT when an idempotency key is reused with other inputs than its run's. */
-export function checkSameInputs(
-  earlierDigest: string,
-  earlierId: string,
-  request: StartRequest,
-  key: string,
-  name: string,
-): void {
-  if (earlierDigest !== inputsDigest(request.inputs)) {
-    throw invalidRequest(
-      `idempotency_key ${quote(key)} was used for run ${quote(earlierId)} of ${quote(name)} with other inputs: use a new key for new inputs`,
-      name,
-    );
-  }
-}
-
-/** A value, or a promise of it. */
-export type MaybePromise<T> = T | Promise<T>;
-
 /** The defaults and limits a manager applies, as GetCapabilities reports them. */
 export interface ExecutionLimits {
   readonly maxConcurrentRuns: number;
@@ -113,7 +101,6 @@ export interface ExecutionLimits {
 }
 
 const maxIdempotencyKeyLength = 128;
-const maxCommentLength = 1024;
 
 /**
  * Runs tools as resources: each run gets a record and an event log, goes through approval (when the
@@ -209,15 +196,8 @@ export class ExecutionManager {
     // Without approval, admission is decided now, so a full queue is the caller's status code.
     const ticket = needsApproval ? undefined : this.admission.admit(name, spec.maxConcurrency);
     const record = new ExecutionRecord({
-      id: randomUUID(),
+      ...newRecordInit(request, spec, key, this.eventLimits),
       ordinal: this.nextOrdinal(),
-      toolName: name,
-      runnerName: request.runner.name,
-      caller: request.caller,
-      inputs: request.inputs,
-      writes: spec.capabilities?.writes ?? false,
-      idempotencyKey: key,
-      eventLimits: this.eventLimits,
     });
     this.store.add(record);
     this.launch(record, request, prepared as PreparedRun, retry, ticket);
@@ -552,43 +532,6 @@ export class ExecutionManager {
     };
     return create(ToolResultSchema, { ...result, metadata });
   }
-}
-
-/** FAILED_PRECONDITION ("ExecutionFinishedError") for a run that finished otherwise than cancelled. */
-export function checkCancellable(record: ExecutionRecord): void {
-  if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
-    throw new ToolRuntimeError(
-      "FAILED_PRECONDITION",
-      ErrorType.ExecutionFinished,
-      `execution ${quote(record.id)} already finished (${ExecutionState[record.state]}): there is nothing to cancel`,
-      record.init.toolName,
-    );
-  }
-}
-
-/** INVALID_ARGUMENT when a decision names other inputs than the run's. */
-export function checkDigest(record: ExecutionRecord, inputsDigest: string): void {
-  if (inputsDigest !== record.inputsDigest) {
-    throw invalidRequest(
-      `inputs_digest does not match execution ${quote(record.id)}: a decision is bound to the inputs shown in its AWAITING_APPROVAL event`,
-      record.init.toolName,
-    );
-  }
-}
-
-/** A decision made now, its comment cut to the limit. */
-export function newDecision(approved: boolean, decidedBy: string, comment: string): Decision {
-  return { approved, decidedBy, comment: comment.slice(0, maxCommentLength), decidedAt: new Date() };
-}
-
-/** FAILED_PRECONDITION ("ApprovalNotPendingError") for a run that awaits no decision. */
-export function approvalNotPending(record: ExecutionRecord): ToolRuntimeError {
-  return new ToolRuntimeError(
-    "FAILED_PRECONDITION",
-    ErrorType.ApprovalNotPending,
-    `execution ${quote(record.id)} is not awaiting approval (${ExecutionState[record.state]}${record.decision ? ", already decided" : ""})`,
-    record.init.toolName,
-  );
 }
 
 /** Waits for a slot, the queue timeout or cancellation, whichever comes first. */

@@ -1,5 +1,4 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { randomUUID } from "node:crypto";
 import { ExecutionOptionsSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { failed } from "../runner/run-outcome.js";
 import { resolvePageSize } from "../registry/page-token.js";
@@ -8,20 +7,23 @@ import type { RunRequest, SlotRequest, StoredRun } from "../stores/run-store.js"
 import type { Ticket } from "./admission.js";
 import { ExecutionRecord, type Decision } from "./execution-record.js";
 import {
-  approvalNotPending,
-  checkCancellable,
-  checkDigest,
-  checkSameInputs,
   ExecutionManager,
-  newDecision,
   type ExecutionManagerOptions,
   type StartOutcome,
   type StartRequest,
 } from "./execution-manager.js";
+import {
+  approvalNotPending,
+  checkCancellable,
+  checkDigest,
+  checkSameInputs,
+  newDecision,
+  newRecordInit,
+} from "./run-checks.js";
 import { decodeToken, encodeToken, type ListExecutionsQuery } from "./execution-store.js";
 import { cancelledUnclaimed } from "./replica-lost.js";
 import { resolveRetryPolicy } from "./retry-policy.js";
-import { SharedRuns, type SharedRunsOptions } from "./shared-runs.js";
+import { SharedRuns, storedRecordInit, type SharedRunsOptions } from "./shared-runs.js";
 
 /** Runs claimed at a time by one replica; the cluster's admission then decides when each runs. */
 const claimBatch = 16;
@@ -75,16 +77,7 @@ export class SharedExecutionManager extends ExecutionManager {
     // Without approval, a run this replica executes is admitted as it is created, so a full queue
     // is the caller's status code and creates nothing. A claimer admits the others.
     const slot = prepared && !needsApproval ? this.#slotRequest(spec.maxConcurrency) : undefined;
-    const init = {
-      id: randomUUID(),
-      toolName: name,
-      runnerName: request.runner.name,
-      caller: request.caller,
-      inputs: request.inputs,
-      writes: spec.capabilities?.writes ?? false,
-      idempotencyKey: key,
-      eventLimits: this.eventLimits,
-    };
+    const init = newRecordInit(request, spec, key, this.eventLimits);
     const draft = new ExecutionRecord({ ...init, ordinal: 0 });
     if (!prepared) draft.state = ExecutionState.QUEUED;
     const created = await store.create(
@@ -221,17 +214,7 @@ export class SharedExecutionManager extends ExecutionManager {
   async #resume(run: StoredRun): Promise<void> {
     const stored = run.request;
     const execution = run.execution;
-    const record = new ExecutionRecord({
-      id: run.id,
-      ordinal: run.ordinal,
-      toolName: execution.toolName,
-      runnerName: execution.runner,
-      caller: execution.caller,
-      inputs: stored.inputs,
-      writes: execution.writes,
-      idempotencyKey: execution.idempotencyKey,
-      eventLimits: this.eventLimits,
-    });
+    const record = new ExecutionRecord(storedRecordInit(run, this.eventLimits));
     const events = await this.shared.store.events(run.id, 0);
     record.restore(execution, events);
     this.store.add(record);

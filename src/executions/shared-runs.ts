@@ -5,7 +5,7 @@ import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 import type { RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
 import type { Ticket } from "./admission.js";
-import { ExecutionRecord, type EventLimits } from "./execution-record.js";
+import { ExecutionRecord, type EventLimits, type ExecutionRecordInit } from "./execution-record.js";
 import { decideLostRun } from "./replica-lost.js";
 
 /** Timing of a replica's part in shared runs. */
@@ -243,19 +243,8 @@ export class SharedRuns {
   }
 
   #newMirror(run: StoredRun): ExecutionRecord {
-    const execution = run.execution;
-    const mirror = new ExecutionRecord({
-      id: run.id,
-      ordinal: run.ordinal,
-      toolName: execution.toolName,
-      runnerName: execution.runner,
-      caller: execution.caller,
-      inputs: run.request.inputs,
-      writes: execution.writes,
-      idempotencyKey: execution.idempotencyKey,
-      eventLimits: this.#host.eventLimits,
-    });
-    mirror.refresh(execution, []);
+    const mirror = new ExecutionRecord(storedRecordInit(run, this.#host.eventLimits));
+    mirror.refresh(run.execution, []);
     return mirror;
   }
 
@@ -300,6 +289,22 @@ export class SharedRuns {
       }
     }
   }
+}
+
+/** What a record of a stored run (a mirror, or a run taken over here) is created with. */
+export function storedRecordInit(run: StoredRun, eventLimits: EventLimits): ExecutionRecordInit {
+  const execution = run.execution;
+  return {
+    id: run.id,
+    ordinal: run.ordinal,
+    toolName: execution.toolName,
+    runnerName: execution.runner,
+    caller: execution.caller,
+    inputs: run.request.inputs,
+    writes: execution.writes,
+    idempotencyKey: execution.idempotencyKey,
+    eventLimits,
+  };
 }
 
 function lostOwnership(record: ExecutionRecord): ToolRuntimeError {

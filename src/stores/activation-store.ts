@@ -1,5 +1,5 @@
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
-import type { MaybePromise } from "./tool-store.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 
 /**
  * Which tools are active in which named runners, behind a port. ExecuteTool requires the tool to

@@ -1,9 +1,7 @@
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 import type { ToolChange } from "../registry/change-log.js";
 import type { ToolRegistry, ToolRegistration } from "../registry/tool-registry.js";
-
-/** A value, or a promise of it: the memory store answers at once, a shared one after a round trip. */
-export type MaybePromise<T> = T | Promise<T>;
 
 /** How {@link ToolStore.register} treats a name that is taken. */
 export interface RegisterOptions {

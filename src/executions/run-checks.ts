@@ -1,0 +1,85 @@
+import { randomUUID } from "node:crypto";
+import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { quote } from "../registry/names.js";
+import type { StartRequest } from "./execution-manager.js";
+import type { Decision, EventLimits, ExecutionRecord, ExecutionRecordInit } from "./execution-record.js";
+import { inputsDigest } from "./inputs-digest.js";
+
+// The checks and values both execution managers (in memory and shared) apply to a run's start,
+// cancellation and approval, so that either answers alike.
+
+const maxCommentLength = 1024;
+
+/** The record of a new run of `spec` for `request` (a fresh id), but its ordinal. */
+export function newRecordInit(
+  request: StartRequest,
+  spec: ToolSpec,
+  idempotencyKey: string,
+  eventLimits: EventLimits,
+): Omit<ExecutionRecordInit, "ordinal"> {
+  return {
+    id: randomUUID(),
+    toolName: spec.name,
+    runnerName: request.runner.name,
+    caller: request.caller,
+    inputs: request.inputs,
+    writes: spec.capabilities?.writes ?? false,
+    idempotencyKey,
+    eventLimits,
+  };
+}
+
+/** INVALID_ARGUMENT when an idempotency key is reused with other inputs than its run's. */
+export function checkSameInputs(
+  earlierDigest: string,
+  earlierId: string,
+  request: StartRequest,
+  key: string,
+  name: string,
+): void {
+  if (earlierDigest !== inputsDigest(request.inputs)) {
+    throw invalidRequest(
+      `idempotency_key ${quote(key)} was used for run ${quote(earlierId)} of ${quote(name)} with other inputs: use a new key for new inputs`,
+      name,
+    );
+  }
+}
+
+/** FAILED_PRECONDITION ("ExecutionFinishedError") for a run that finished otherwise than cancelled. */
+export function checkCancellable(record: ExecutionRecord): void {
+  if (!record.isLive && record.state !== ExecutionState.CANCELLED) {
+    throw new ToolRuntimeError(
+      "FAILED_PRECONDITION",
+      ErrorType.ExecutionFinished,
+      `execution ${quote(record.id)} already finished (${ExecutionState[record.state]}): there is nothing to cancel`,
+      record.init.toolName,
+    );
+  }
+}
+
+/** INVALID_ARGUMENT when a decision names other inputs than the run's. */
+export function checkDigest(record: ExecutionRecord, inputsDigest: string): void {
+  if (inputsDigest !== record.inputsDigest) {
+    throw invalidRequest(
+      `inputs_digest does not match execution ${quote(record.id)}: a decision is bound to the inputs shown in its AWAITING_APPROVAL event`,
+      record.init.toolName,
+    );
+  }
+}
+
+/** A decision made now, its comment cut to the limit. */
+export function newDecision(approved: boolean, decidedBy: string, comment: string): Decision {
+  return { approved, decidedBy, comment: comment.slice(0, maxCommentLength), decidedAt: new Date() };
+}
+
+/** FAILED_PRECONDITION ("ApprovalNotPendingError") for a run that awaits no decision. */
+export function approvalNotPending(record: ExecutionRecord): ToolRuntimeError {
+  return new ToolRuntimeError(
+    "FAILED_PRECONDITION",
+    ErrorType.ApprovalNotPending,
+    `execution ${quote(record.id)} is not awaiting approval (${ExecutionState[record.state]}${record.decision ? ", already decided" : ""})`,
+    record.init.toolName,
+  );
+}
