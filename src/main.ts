@@ -17,11 +17,13 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  const logger = pino({ level: config.logLevel });
+  // Log lines are written asynchronously: a burst of calls shares a write instead of blocking the
+  // event loop for one write per line. pino flushes what is buffered when the process exits.
+  const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
   const auditLogger =
     config.auditLog === undefined
       ? undefined
-      : pino(pino.destination({ dest: config.auditLog, append: true, mkdir: true }));
+      : pino(pino.destination({ dest: config.auditLog, append: true, mkdir: true, sync: false }));
   const tools: DefinedTool[] = config.builtinTools ? [...builtinTools] : [];
   for (const modulePath of config.toolModules) tools.push(...(await loadToolModule(modulePath)));
 

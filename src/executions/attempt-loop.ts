@@ -2,6 +2,8 @@ import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Logger } from "pino";
+import type { CancellationView } from "../async/cancellation.js";
+import { sharedTimers } from "../async/shared-timers.js";
 import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
@@ -59,7 +61,7 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
   const { record, prepared, retry } = options;
   const spec = prepared.tool.spec;
   const name = spec.name;
-  const signal = record.cancellation.signal;
+  const signal = record.cancellation;
   const inputs = options.inputs as JsonObject;
   const hooks = spec.capabilities?.checkpointable ? prepared.tool.hooks : undefined;
   const checkpointFacts: JsonObject = { supported: hooks !== undefined };
@@ -81,7 +83,7 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
     let checkpoint: { value: unknown } | undefined;
     if (hooks) {
       try {
-        checkpoint = { value: await hooks.checkpoint(inputs, { executionId: record.id, signal }) };
+        checkpoint = { value: await hooks.checkpoint(inputs, { executionId: record.id, signal: signal.signal }) };
         record.append({ case: "checkpointTaken", value: { attempt } });
         checkpointFacts["taken"] = true;
       } catch (error) {
@@ -227,17 +229,16 @@ async function settlesWithin(settled: Promise<void>, ms: number): Promise<boolea
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+function sleep(ms: number, signal: CancellationView): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve(false);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
+    const timer = sharedTimers.schedule(ms, () => {
+      stopListening();
       resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
+    });
+    const stopListening = signal.onAbort(() => {
+      timer.cancel();
+      resolve(false);
+    });
   });
 }

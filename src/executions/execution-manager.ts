@@ -10,6 +10,8 @@ import { failed } from "../runner/run-outcome.js";
 import type { RegisteredTool } from "../registry/tool-definition.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
+import type { CancellationView } from "../async/cancellation.js";
+import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
 import { defaultStopGraceMs, runAttempts } from "./attempt-loop.js";
 import { checkExecutionDurations } from "./check-execution-durations.js";
@@ -272,7 +274,7 @@ export class ExecutionManager {
   cancel(id: string, reason: string | Error): ExecutionRecord {
     const record = this.get(id);
     checkCancellable(record);
-    if (record.isLive && !record.cancellation.signal.aborted) {
+    if (record.isLive && !record.cancellation.aborted) {
       record.cancellation.abort(typeof reason === "string" ? new Error(reason) : reason);
     }
     return record;
@@ -313,7 +315,7 @@ export class ExecutionManager {
   /** Cancels every live run (shutdown). */
   cancelAll(reason: string): void {
     for (const record of this.store.live()) {
-      if (!record.cancellation.signal.aborted) record.cancellation.abort(new Error(reason));
+      if (!record.cancellation.aborted) record.cancellation.abort(new Error(reason));
     }
   }
 
@@ -388,13 +390,17 @@ export class ExecutionManager {
   ): Promise<void> {
     const spec = prepared.tool.spec;
     const name = spec.name;
-    const signal = record.cancellation.signal;
+    const signal = record.cancellation;
     const options = request.options;
     const privateRunner = !request.requireActive;
-    const heartbeat = setInterval(
-      () => record.append({ case: "heartbeat", value: { elapsedMs: record.toProto().runningMs } }),
-      this.limits.heartbeatIntervalMs,
-    );
+    // Every run's heartbeat shares one timer (see SharedTimers): no timer is made per run.
+    const heartbeatMs = this.limits.heartbeatIntervalMs;
+    let heartbeat: ScheduledTimer | undefined;
+    const beat = (): void => {
+      record.append({ case: "heartbeat", value: { elapsedMs: record.toProto().runningMs } });
+      heartbeat = sharedTimers.schedule(heartbeatMs, beat);
+    };
+    heartbeat = sharedTimers.schedule(heartbeatMs, beat);
     const end = (errorType: ErrorTypeName, details: string): void =>
       this.#finish(record, request, failed(name, errorType, details, 0, { execution_id: record.id, tool_name: name }));
     let ticket = admitted;
@@ -470,12 +476,12 @@ export class ExecutionManager {
       });
       this.#finish(record, request, result);
     } finally {
-      clearInterval(heartbeat);
+      heartbeat.cancel();
       ticket?.release();
     }
   }
 
-  async #awaitApproval(record: ExecutionRecord, timeoutMs: number, signal: AbortSignal) {
+  async #awaitApproval(record: ExecutionRecord, timeoutMs: number, signal: CancellationView) {
     record.setState(ExecutionState.AWAITING_APPROVAL);
     const decision = record.awaitDecision();
     const expiresAt = new Date(Date.now() + timeoutMs);
@@ -488,14 +494,13 @@ export class ExecutionManager {
         this.decideByTimeout(record, { approved: false, decidedBy: "(timeout)", comment: "", decidedAt: new Date() }),
       timeoutMs,
     );
-    const cancelled = new Promise<undefined>((resolve) => {
-      if (signal.aborted) resolve(undefined);
-      signal.addEventListener("abort", () => resolve(undefined), { once: true });
-    });
+    let stopListening: (() => void) | undefined;
+    const cancelled = new Promise<undefined>((resolve) => (stopListening = signal.onAbort(() => resolve(undefined))));
     try {
       return await Promise.race([decision, cancelled]);
     } finally {
       clearTimeout(timer);
+      stopListening?.();
     }
   }
 
@@ -538,22 +543,19 @@ export class ExecutionManager {
 async function raceGrant(
   granted: Promise<void>,
   timeoutMs: number,
-  signal: AbortSignal,
+  signal: CancellationView,
 ): Promise<"granted" | "timeout" | "cancelled"> {
   if (signal.aborted) return "cancelled";
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
+  let timer: ScheduledTimer | undefined;
+  let stopListening: (() => void) | undefined;
   try {
     return await Promise.race([
       granted.then(() => "granted" as const),
-      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs))),
-      new Promise<"cancelled">((resolve) => {
-        onAbort = () => resolve("cancelled");
-        signal.addEventListener("abort", onAbort, { once: true });
-      }),
+      new Promise<"timeout">((resolve) => (timer = sharedTimers.schedule(timeoutMs, () => resolve("timeout")))),
+      new Promise<"cancelled">((resolve) => (stopListening = signal.onAbort(() => resolve("cancelled")))),
     ]);
   } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener("abort", onAbort);
+    timer?.cancel();
+    stopListening?.();
   }
 }

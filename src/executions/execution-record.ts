@@ -1,8 +1,9 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { performance } from "node:perf_hooks";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { Cancellation } from "../async/cancellation.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { inputsDigest } from "./inputs-digest.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
@@ -43,16 +44,25 @@ export interface ExecutionRecordInit {
   readonly eventLimits: EventLimits;
 }
 
+/** An appended event not yet built as a message: its body and when it happened (epoch ms). */
+interface PendingEvent {
+  readonly body: EventBody;
+  readonly at: number;
+}
+
 /**
  * One run as a resource: its state, timings, attempts, approval, result, and the full, ordered log
  * of its events, which any number of watchers read at their own pace (so a slow watcher costs the
  * others nothing and a reattaching one misses nothing). Events are numbered from 1 without gaps.
+ * An appended event is kept as its body and time, and built into a RunEvent message only when
+ * someone reads {@link events}: most runs of a unary call are never watched.
  */
 export class ExecutionRecord {
   readonly createdAt = new Date();
-  readonly events: RunEvent[] = [];
-  /** Aborted to cancel the run; its reason says why. */
-  readonly cancellation = new AbortController();
+  readonly #events: RunEvent[] = [];
+  #pending: PendingEvent[] = [];
+  /** Cancels the run; its reason says why. */
+  readonly cancellation = new Cancellation();
   state: ExecutionState = ExecutionState.RUNNING;
   attempts = 0;
   result: ToolResult | undefined;
@@ -138,27 +148,27 @@ export class ExecutionRecord {
     this.#answer(result);
   }
 
+  /** The events so far, in order (event n has sequence n). */
+  get events(): readonly RunEvent[] {
+    if (this.#pending.length > 0) this.#build();
+    return this.#events;
+  }
+
   /** The sequence number of the latest event. */
   get lastSequence(): number {
-    return this.events.length;
+    return this.#events.length + this.#pending.length;
   }
 
   /** Appends an event; returns false when a droppable event was dropped over the limits. */
   append(body: EventBody): boolean {
     if (!this.isLive && body.case !== "completed" && body.case !== "deactivated") return false;
-    const event = create(RunEventSchema, {
-      sequence: BigInt(this.events.length + 1),
-      time: timestampNow(),
-      executionId: this.id,
-      event: body,
-    });
     const size = estimateBytes(body);
     const limits = this.init.eventLimits;
-    if (droppable.has(body.case) && (this.events.length >= limits.maxEvents || this.#bytes + size > limits.maxBytes)) {
+    if (droppable.has(body.case) && (this.lastSequence >= limits.maxEvents || this.#bytes + size > limits.maxBytes)) {
       this.droppedEvents += 1;
       return false;
     }
-    this.events.push(event);
+    this.#pending.push({ body, at: Date.now() });
     this.#bytes += size;
     this.#wake();
     this.onChange?.();
@@ -185,9 +195,7 @@ export class ExecutionRecord {
    * and attempts so far, so that its next events and attempt continue them.
    */
   restore(stored: Execution, events: readonly RunEvent[]): void {
-    for (const event of events) {
-      if (Number(event.sequence) === this.events.length + 1) this.events.push(event);
-    }
+    this.#addStored(events);
     this.attempts = stored.attempts;
   }
 
@@ -213,10 +221,8 @@ export class ExecutionRecord {
         decidedAt: approval.decidedAt ? timestampDate(approval.decidedAt) : new Date(),
       };
     }
-    for (const event of events) {
-      if (Number(event.sequence) === this.events.length + 1) this.events.push(event);
-    }
-    if (stored.result && this.isLive && Number(stored.lastSequence) <= this.events.length) {
+    this.#addStored(events);
+    if (stored.result && this.isLive && Number(stored.lastSequence) <= this.lastSequence) {
       this.result = stored.result;
       this.finishedAt = stored.finishedAt ? timestampDate(stored.finishedAt) : new Date();
       this.#settle(stored.result);
@@ -293,7 +299,7 @@ export class ExecutionRecord {
 
   /** The record as the API shows it. */
   toProto(): Execution {
-    if (this.#stored) return create(ExecutionSchema, { ...this.#stored, lastSequence: BigInt(this.events.length) });
+    if (this.#stored) return create(ExecutionSchema, { ...this.#stored, lastSequence: BigInt(this.lastSequence) });
     const live = this.isLive && !this.#clockStopped ? performance.now() - this.#stateSince : 0;
     const timing = (state: ExecutionState, value: number): number => round(value + (this.state === state ? live : 0));
     return create(ExecutionSchema, {
@@ -322,8 +328,32 @@ export class ExecutionRecord {
           }
         : {}),
       idempotencyKey: this.init.idempotencyKey,
-      lastSequence: BigInt(this.events.length),
+      lastSequence: BigInt(this.lastSequence),
     });
+  }
+
+  /** Builds the pending events into messages, numbered after those built before. */
+  #build(): void {
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const { body, at } of pending) {
+      this.#events.push(
+        create(RunEventSchema, {
+          sequence: BigInt(this.#events.length + 1),
+          time: timestampFromMs(at),
+          executionId: this.id,
+          event: body,
+        }),
+      );
+    }
+  }
+
+  /** Adds stored events that continue this record's log (ones it holds already are skipped). */
+  #addStored(events: readonly RunEvent[]): void {
+    if (this.#pending.length > 0) this.#build();
+    for (const event of events) {
+      if (Number(event.sequence) === this.#events.length + 1) this.#events.push(event);
+    }
   }
 
   #accountTime(): void {
@@ -357,13 +387,18 @@ function estimateBytes(body: EventBody): number {
       return overhead + (body.value.message?.length ?? 0);
     case "output":
       return overhead + jsonLength(body.value.chunk);
-    case "completed":
+    case "completed": {
+      const result = body.value.result;
+      // The output's size was measured when it was checked (metadata.output_bytes); metadata is
+      // estimated from its number of facts rather than serialised again.
+      const outputBytes = result?.metadata?.["output_bytes"];
       return (
         overhead +
-        jsonLength(body.value.result?.output) +
-        jsonLength(body.value.result?.metadata) +
-        (body.value.result?.error?.details?.length ?? 0)
+        (typeof outputBytes === "number" ? outputBytes : jsonLength(result?.output)) +
+        metadataBytesPerFact * Object.keys(result?.metadata ?? {}).length +
+        (result?.error?.details?.length ?? 0)
       );
+    }
     case "executionFinished":
     case "retryScheduled":
       return overhead + (body.value.error?.details?.length ?? 0);
@@ -371,6 +406,9 @@ function estimateBytes(body: EventBody): number {
       return overhead;
   }
 }
+
+/** Bytes a fact of a result's metadata is taken to hold, for the estimate. */
+const metadataBytesPerFact = 48;
 
 function jsonLength(value: unknown): number {
   try {

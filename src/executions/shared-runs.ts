@@ -115,7 +115,7 @@ export class SharedRuns {
         const written = await this.store.flush(fence, events, record.toProto());
         if (!written) {
           fenced = true;
-          if (record.isLive && !record.cancellation.signal.aborted) record.cancellation.abort(lostOwnership(record));
+          if (record.isLive && !record.cancellation.aborted) record.cancellation.abort(lostOwnership(record));
           throw lostOwnership(record);
         }
         flushed += events.length;
@@ -281,7 +281,7 @@ export class SharedRuns {
     for (const control of await this.store.pendingControl()) {
       const record = this.#host.ownedRecord(control.id);
       if (!record?.isLive) continue;
-      if (control.cancelReason !== undefined && !record.cancellation.signal.aborted) {
+      if (control.cancelReason !== undefined && !record.cancellation.aborted) {
         record.cancellation.abort(new Error(control.cancelReason));
       }
       if (control.decision) {

@@ -9,7 +9,7 @@ import { quote } from "../registry/names.js";
  * deadline passed, a "CancelledError" otherwise.
  */
 export function stoppedOutcome(
-  signal: AbortSignal,
+  signal: { readonly reason: unknown },
   toolName: string,
   phase: string,
 ): { errorType: ErrorTypeName; details: string } {

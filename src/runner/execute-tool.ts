@@ -1,6 +1,8 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { performance } from "node:perf_hooks";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { Cancellation, cancellationOfSignal, type CancellationView } from "../async/cancellation.js";
+import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
@@ -22,7 +24,7 @@ export interface ExecuteOptions {
    * Aborted when the caller cancels; the run then ends as a CancelledError, or as a TimeoutError
    * when the reason is a DeadlineExceededError.
    */
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: AbortSignal | CancellationView | undefined;
   /** Limits on inputs and output. */
   readonly jsonLimits: JsonLimits;
   /** Receives the handler's progress reports while the run is going. */
@@ -99,13 +101,16 @@ export async function executeTool(
     const details = `inputs do not match the input schema of ${quote(name)}: ${inputProblems.join("; ")}`;
     return failed(name, ErrorType.InputValidation, details, 0, metadata(0));
   }
-  if (options.signal?.aborted) {
-    return isDeadlineExceeded(options.signal.reason)
+  const caller =
+    options.signal === undefined || "onAbort" in options.signal ? options.signal : cancellationOfSignal(options.signal);
+  if (caller?.aborted) {
+    return isDeadlineExceeded(caller.reason)
       ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out before it started`, 0, metadata(0))
       : failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled before it started`, 0, metadata(0));
   }
 
-  const controller = new AbortController();
+  // The handler's signal: an AbortSignal is made only if the handler reads it.
+  const handlerCancellation = new Cancellation();
   let abortReason: AbortReason | undefined;
   let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
   const aborted = new Promise<HandlerOutcome>((resolve) => (settleAbort = resolve));
@@ -114,7 +119,7 @@ export async function executeTool(
     if (abortReason) return;
     abortReason = reason;
     if (reason === "cancelled" || reason === "deadline") {
-      cancelReason = abortReasonText(options.signal?.reason, "the caller went away");
+      cancelReason = abortReasonText(caller?.reason, "the caller went away");
     }
     const why =
       reason === "timeout"
@@ -124,19 +129,22 @@ export async function executeTool(
           : reason === "deadline"
             ? `timed out: ${cancelReason}`
             : `cancelled: ${cancelReason}`;
-    controller.abort(new Error(why));
+    handlerCancellation.abort(new Error(why));
     settleAbort?.({ kind: "aborted", reason });
   };
-  const timer = setTimeout(() => abort("timeout"), options.timeoutMs);
+  // Timers shared by every run with the same delay (see SharedTimers): none is made per run.
+  const timer = sharedTimers.schedule(options.timeoutMs, () => abort("timeout"));
   const heartbeatMs = options.heartbeatTimeoutMs ?? 0;
-  let heartbeatTimer = heartbeatMs > 0 ? setTimeout(() => abort("heartbeat"), heartbeatMs) : undefined;
+  let heartbeatTimer: ScheduledTimer | undefined =
+    heartbeatMs > 0 ? sharedTimers.schedule(heartbeatMs, () => abort("heartbeat")) : undefined;
   // A deadline that passed is a timeout, whoever noticed it first; anything else is a cancellation.
-  const onCallerAbort = (): void => abort(isDeadlineExceeded(options.signal?.reason) ? "deadline" : "cancelled");
-  options.signal?.addEventListener("abort", onCallerAbort, { once: true });
+  const stopListening = caller?.onAbort((reason) => abort(isDeadlineExceeded(reason) ? "deadline" : "cancelled"));
 
   let running = true;
   const context: ToolContext = {
-    signal: controller.signal,
+    get signal() {
+      return handlerCancellation.signal;
+    },
     executionId: options.executionId,
     toolName: name,
     deadline: new Date(startedAt.getTime() + options.timeoutMs),
@@ -147,8 +155,8 @@ export async function executeTool(
       }
       if (!running) return;
       if (heartbeatTimer) {
-        clearTimeout(heartbeatTimer);
-        heartbeatTimer = setTimeout(() => abort("heartbeat"), heartbeatMs);
+        heartbeatTimer.cancel();
+        heartbeatTimer = sharedTimers.schedule(heartbeatMs, () => abort("heartbeat"));
       }
       const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
       options.onProgress?.(fraction === undefined ? { message } : { fraction, message });
@@ -179,13 +187,13 @@ export async function executeTool(
     outcome = { kind: "threw", error };
   } finally {
     running = false;
-    clearTimeout(timer);
-    clearTimeout(heartbeatTimer);
-    options.signal?.removeEventListener("abort", onCallerAbort);
+    timer.cancel();
+    heartbeatTimer?.cancel();
+    stopListening?.();
   }
   const durationMs = performance.now() - began;
   // Let a handler that is still running learn that nobody waits for it any more.
-  if (!controller.signal.aborted) controller.abort(runFinished);
+  handlerCancellation.abort(runFinished);
 
   switch (outcome.kind) {
     case "aborted":

@@ -1,3 +1,4 @@
+import type { CancellationView } from "../async/cancellation.js";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { randomUUID } from "node:crypto";
 import type { ToolResult, ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
@@ -26,7 +27,7 @@ export interface ToolRunnerOptions {
 /** Per-call options of {@link ToolRunner.execute}. */
 export interface ExecuteCallOptions {
   /** Aborts the run: the caller went away. */
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: AbortSignal | CancellationView | undefined;
   /** Time the run may take, in milliseconds; 0 or absent for the tool's default. */
   readonly timeoutMs?: number | undefined;
   /** Time left before the caller's deadline, in milliseconds; the run ends by then. */

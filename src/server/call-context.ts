@@ -17,3 +17,13 @@ export function callerOf(context: HandlerContext): Identity {
 
 /** The W3C traceparent of the call's own span, set by the tracing observer. */
 export const traceParentKey = createContextKey<string | undefined>(undefined, { description: "traceparent" });
+
+/**
+ * One request header of a call. A context that can read it without building the whole Headers
+ * (the gRPC port's, from the call's metadata) is asked directly: authentication and tracing read
+ * one header of every call.
+ */
+export function requestHeaderValue(context: HandlerContext, name: string): string | null {
+  const direct = (context as { headerValue?: (name: string) => string | null }).headerValue;
+  return direct ? direct.call(context, name) : context.requestHeader.get(name);
+}

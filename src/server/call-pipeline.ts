@@ -3,7 +3,7 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import type { Logger } from "pino";
 import type { Authenticator } from "../auth/authenticator.js";
 import { ErrorType, isToolRuntimeError, ToolRuntimeError } from "../errors/tool-runtime-error.js";
-import { identityKey, peerCertificateKey } from "./call-context.js";
+import { identityKey, peerCertificateKey, requestHeaderValue } from "./call-context.js";
 import { toConnectError } from "./to-connect-error.js";
 
 /** Observes one call: returns the function to call with its final status code (0 for OK). */
@@ -47,7 +47,7 @@ export function wrapService<S extends DescService>(
         );
       }
       const identity = options.authenticate({
-        authorization: context.requestHeader.get("authorization"),
+        authorization: requestHeaderValue(context, "authorization"),
         peerCertificate: context.values.get(peerCertificateKey),
       });
       context.values.set(identityKey, identity);

@@ -1,12 +1,5 @@
-import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createContextValues,
-  createHandlerContext,
-  type HandlerContext,
-  type ServiceImpl,
-} from "@connectrpc/connect";
+import { create, fromBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type {
   Server,
   ServerDuplexStream,
@@ -21,12 +14,12 @@ import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import type { CallPacer } from "./call-pacer.js";
-import { metadataToHeaders, toGrpcStatus } from "./grpc-status.js";
+import { toBinaryFast } from "./fast-binary.js";
+import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
+import { toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
-
-type HandlerContextController = ReturnType<typeof createHandlerContext>;
 
 /** Calls whose response was sent; a later "cancelled" event concerns nothing any more. */
 const finishedCalls = new WeakSet<object>();
@@ -79,6 +72,15 @@ export function addServiceToGrpcServer<S extends DescService>(
     if (options.pacer) options.pacer.run(begin);
     else begin();
   };
+  // The calls going on, so that shutdown aborts their signals (one listener for all of them).
+  const liveContexts = new Set<GrpcHandlerContext>();
+  options.shutdownSignal?.addEventListener(
+    "abort",
+    () => {
+      for (const context of liveContexts) context.abort(options.shutdownSignal?.reason);
+    },
+    { once: true },
+  );
   const definition: Record<string, ServiceDefinition[string]> = {};
   const handlers: UntypedServiceImplementation = {};
   for (const method of service.methods) {
@@ -99,32 +101,32 @@ export function addServiceToGrpcServer<S extends DescService>(
     };
     const context = (
       call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
-    ): HandlerContextController => {
-      const abort = new AbortController();
-      // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection
-      // drops, and also after some calls that ended normally: only a call still going is cancelled.
-      const onCancelled = (): void => {
-        if (!finishedCalls.has(call))
-          abort.abort(new ConnectError("the call was cancelled by the client", Code.Canceled));
-      };
-      (call as NodeJS.EventEmitter).once("cancelled", onCancelled);
-      const values = createContextValues();
+    ): GrpcHandlerContext => {
+      const values = newContextValues();
       const certificate = call.getAuthContext().sslPeerCertificate;
       if (certificate) values.set(peerCertificateKey, certificate);
       const deadline = call.getDeadline();
-      const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-      return createHandlerContext({
+      const context = new GrpcHandlerContext({
         service,
         method,
-        protocolName: "grpc",
-        requestMethod: "POST",
         url: path,
-        requestSignal: abort.signal,
-        requestHeader: metadataToHeaders(call.metadata),
-        contextValues: values,
-        ...(Number.isFinite(deadlineMs) ? { timeoutMs: Math.max(0, deadlineMs - Date.now()) } : {}),
-        ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
+        metadata: call.metadata,
+        deadlineMs: deadline instanceof Date ? deadline.getTime() : deadline,
+        values,
       });
+      // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection
+      // drops, and also after some calls that ended normally: only a call still going is cancelled.
+      (call as NodeJS.EventEmitter).once("cancelled", () => {
+        if (!finishedCalls.has(call)) context.cancelledByPeer();
+      });
+      if (options.shutdownSignal?.aborted) context.abort(options.shutdownSignal.reason);
+      liveContexts.add(context);
+      return context;
+    };
+    const ended = (context: GrpcHandlerContext): void => {
+      liveContexts.delete(context);
+      // Ends the signal, as Connect's context does when a call completes; listeners left on it go.
+      context.abort(callEnded);
     };
     handlers[method.name] = streaming
       ? (call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>) => {
@@ -132,8 +134,12 @@ export function addServiceToGrpcServer<S extends DescService>(
           if (!release) return;
           start(call, release, () => {
             const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
-            void serveStream(call, method, impl as StreamingMethod, context(call), options.logger, requests).finally(
-              release,
+            const callContext = context(call);
+            void serveStream(call, method, impl as StreamingMethod, callContext, options.logger, requests).finally(
+              () => {
+                ended(callContext);
+                release();
+              },
             );
           });
         }
@@ -141,9 +147,11 @@ export function addServiceToGrpcServer<S extends DescService>(
           const release = admit((status) => callback(status));
           if (!release) return;
           start(call, release, () => {
-            void serveUnary(call, callback, method, impl as UnaryMethod, context(call), options.logger).finally(
-              release,
-            );
+            const callContext = context(call);
+            void serveUnary(call, callback, method, impl as UnaryMethod, callContext, options.logger).finally(() => {
+              ended(callContext);
+              release();
+            });
           });
         };
   }
@@ -155,7 +163,7 @@ async function serveUnary(
   callback: sendUnaryData<Buffer>,
   method: DescMethod,
   impl: UnaryMethod,
-  context: HandlerContextController,
+  context: HandlerContext,
   logger: Logger,
 ): Promise<void> {
   try {
@@ -166,9 +174,6 @@ async function serveUnary(
   } catch (error) {
     finishedCalls.add(call);
     callback(toGrpcStatus(toConnectError(error, logger)));
-  } finally {
-    // Releases the context's deadline timer and listeners.
-    context.abort(callEnded);
   }
 }
 
@@ -176,7 +181,7 @@ async function serveStream(
   call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
   method: DescMethod,
   impl: StreamingMethod,
-  context: HandlerContextController,
+  context: HandlerContext,
   logger: Logger,
   requests?: AsyncIterable<unknown>,
 ): Promise<void> {
@@ -203,8 +208,6 @@ async function serveStream(
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();
-    // Releases the context's deadline timer and listeners.
-    context.abort(callEnded);
   }
 }
 
@@ -236,6 +239,6 @@ function decode(schema: DescMessage, bytes: Buffer): unknown {
 }
 
 function encode(schema: DescMessage, message: unknown): Buffer {
-  const bytes = toBinary(schema, create(schema, message as never));
+  const bytes = toBinaryFast(schema, create(schema, message as never));
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

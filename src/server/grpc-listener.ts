@@ -1,11 +1,5 @@
 import net from "node:net";
-import {
-  Server,
-  ServerCredentials,
-  ServerInterceptingCall,
-  type ChannelOptions,
-  type ServerInterceptor,
-} from "@grpc/grpc-js";
+import { Server, ServerCredentials, type ChannelOptions, type ServerInterceptor } from "@grpc/grpc-js";
 import type { ConnectionOptions } from "./connection-options.js";
 import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
 import { incompleteRequestInterceptor } from "./incomplete-request-interceptor.js";
@@ -43,7 +37,8 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
     // Clients may ping as often as every 10 s without being told off (GOAWAY "too_many_pings").
     "grpc.http2.min_ping_interval_without_data_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
-    interceptors: [firstCallInterceptor(headerDeadline), incompleteRequestInterceptor()],
+    // One interceptor, not two: each wraps every call in another layer that all its events cross.
+    interceptors: [firstCallInterceptor(headerDeadline, incompleteRequestInterceptor())],
   };
   if (options.maxConnectionAgeMs > 0) {
     channelOptions["grpc.max_connection_age_ms"] = options.maxConnectionAgeMs;
@@ -102,16 +97,22 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
   };
 }
 
-/** Tells the header deadline that a connection delivered a call's headers (health checks included). */
-function firstCallInterceptor(headerDeadline: HeaderDeadline): ServerInterceptor {
-  return (_method, call) => {
-    // grpc-js names the peer "address:port", or just the address when it has no port.
-    const peer = call.getPeer();
-    const colon = peer.lastIndexOf(":");
-    headerDeadline.satisfied({
-      remoteAddress: colon < 0 ? peer : peer.slice(0, colon),
-      remotePort: colon < 0 ? undefined : Number(peer.slice(colon + 1)),
-    });
-    return new ServerInterceptingCall(call);
+/**
+ * Tells the header deadline that a connection delivered a call's headers (health checks included),
+ * then hands the call to `next`.
+ */
+function firstCallInterceptor(headerDeadline: HeaderDeadline, next: ServerInterceptor): ServerInterceptor {
+  return (method, call) => {
+    // Most calls come on connections that delivered one already: nothing to stop.
+    if (headerDeadline.pending) {
+      // grpc-js names the peer "address:port", or just the address when it has no port.
+      const peer = call.getPeer();
+      const colon = peer.lastIndexOf(":");
+      headerDeadline.satisfied({
+        remoteAddress: colon < 0 ? peer : peer.slice(0, colon),
+        remotePort: colon < 0 ? undefined : Number(peer.slice(colon + 1)),
+      });
+    }
+    return next(method, call);
   };
 }

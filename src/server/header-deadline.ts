@@ -12,6 +12,8 @@ export interface HeaderDeadline {
   watch(socket: Socket): void;
   /** A request's headers arrived on the connection of this peer: its clock stops. */
   satisfied(peer: Peer): void;
+  /** Whether some connection's clock runs: when none does, a call has nothing to stop. */
+  readonly pending: boolean;
 }
 
 /**
@@ -46,6 +48,9 @@ export function createHeaderDeadline(timeoutMs: number): HeaderDeadline {
     },
     satisfied(peer) {
       if (timers.size > 0) stop(nameOf(peer));
+    },
+    get pending() {
+      return timers.size > 0;
     },
   };
 }

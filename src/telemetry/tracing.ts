@@ -11,7 +11,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { RunObserver } from "../runner/run-observer.js";
-import { traceParentKey } from "../server/call-context.js";
+import { requestHeaderValue, traceParentKey } from "../server/call-context.js";
 import type { CallObserver } from "../server/call-pipeline.js";
 import { codeName } from "./metrics.js";
 
@@ -108,7 +108,7 @@ export function createTracing(options: TracingOptions = {}): ServerTracing {
 function passThroughTracing(): ServerTracing {
   return {
     callObserver: (_method, context) => {
-      const incoming = context.requestHeader.get("traceparent");
+      const incoming = requestHeaderValue(context, "traceparent");
       if (incoming !== null && /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(incoming)) {
         context.values.set(traceParentKey, incoming);
       }

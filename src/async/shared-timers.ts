@@ -1,0 +1,105 @@
+import { performance } from "node:perf_hooks";
+
+/** A callback scheduled on {@link SharedTimers}. */
+export interface ScheduledTimer {
+  /** Stops it from running; nothing happens once it ran. */
+  cancel(): void;
+}
+
+/** The longest delay one Node timer takes; longer ones are reached in steps. */
+const maxTimerDelayMs = 2 ** 31 - 1;
+
+/** Node timers may fire up to a millisecond before performance.now() says the delay is over. */
+const earlyFireToleranceMs = 1;
+
+interface Entry extends ScheduledTimer {
+  readonly due: number;
+  readonly callback: () => void;
+  prev: Entry | undefined;
+  next: Entry | undefined;
+}
+
+/**
+ * One list of callbacks that share a delay. Each is appended at its due time, so the list stays
+ * in due order, and one Node timer, armed for the head, serves them all. Cancelling unlinks in
+ * constant time. While the list is empty its timer does not keep the process alive.
+ */
+class TimerList {
+  #head: Entry | undefined;
+  #tail: Entry | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  /** `onEmpty` is called when the timer fired and found the list empty: the list is then done with. */
+  constructor(
+    readonly delayMs: number,
+    private readonly onEmpty: () => void,
+  ) {}
+
+  add(callback: () => void): ScheduledTimer {
+    const entry: Entry = {
+      due: performance.now() + this.delayMs,
+      callback,
+      prev: this.#tail,
+      next: undefined,
+      cancel: () => this.#unlink(entry),
+    };
+    if (this.#tail) this.#tail.next = entry;
+    else this.#head = entry;
+    this.#tail = entry;
+    if (!this.#timer) this.#arm(this.delayMs);
+    else if (entry === this.#head) this.#timer.ref();
+    return entry;
+  }
+
+  #unlink(entry: Entry): void {
+    // An entry that ran or was cancelled is out of the list: neither neighbour points at it.
+    if (entry.prev) entry.prev.next = entry.next;
+    else if (this.#head === entry) this.#head = entry.next;
+    else return;
+    if (entry.next) entry.next.prev = entry.prev;
+    else this.#tail = entry.prev;
+    entry.prev = entry.next = undefined;
+    if (!this.#head) this.#timer?.unref();
+  }
+
+  #arm(delayMs: number): void {
+    this.#timer = setTimeout(() => this.#fire(), Math.min(Math.max(delayMs, 1), maxTimerDelayMs));
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    const now = performance.now() + earlyFireToleranceMs;
+    while (this.#head && this.#head.due <= now) {
+      const entry = this.#head;
+      this.#unlink(entry);
+      entry.callback();
+    }
+    if (this.#timer) return;
+    if (this.#head) this.#arm(this.#head.due - performance.now());
+    else this.onEmpty();
+  }
+}
+
+/**
+ * Timers for many runs at the cost of a few: callbacks with the same delay (every run's default
+ * timeout, every run's heartbeat interval) share one Node timer, instead of one each that is
+ * created and cleared per run. Delays above 2^31-1 ms, which Node would clamp to 1 ms, are honoured.
+ */
+export class SharedTimers {
+  readonly #lists = new Map<number, TimerList>();
+
+  /** Calls `callback` after `delayMs` (rounded to whole milliseconds) unless cancelled first. */
+  schedule(delayMs: number, callback: () => void): ScheduledTimer {
+    const delay = Math.max(0, Math.round(delayMs));
+    let list = this.#lists.get(delay);
+    if (!list) {
+      // Emptied lists are dropped, so delays that vary per run (a caller's deadline) leave nothing behind.
+      list = new TimerList(delay, () => this.#lists.delete(delay));
+      this.#lists.set(delay, list);
+    }
+    return list.add(callback);
+  }
+}
+
+/** The process's shared timers. */
+export const sharedTimers = new SharedTimers();

@@ -1,0 +1,57 @@
+import { expect } from "chai";
+import { Cancellation, cancellationOfSignal } from "../../src/async/cancellation.js";
+
+describe("Cancellation", () => {
+  it("tells each listener once, with the reason, and keeps the first reason", () => {
+    const cancellation = new Cancellation();
+    const heard: unknown[] = [];
+    cancellation.onAbort((reason) => heard.push(reason));
+    cancellation.onAbort((reason) => heard.push(`second: ${String(reason)}`));
+    expect(cancellation.aborted).to.equal(false);
+    cancellation.abort("first");
+    cancellation.abort("again");
+    expect(heard).to.deep.equal(["first", "second: first"]);
+    expect(cancellation.aborted).to.equal(true);
+    expect(cancellation.reason).to.equal("first");
+  });
+
+  it("calls a listener added after the abort at once, and not one that was removed", () => {
+    const cancellation = new Cancellation();
+    const heard: string[] = [];
+    const stop = cancellation.onAbort(() => heard.push("removed"));
+    stop();
+    cancellation.abort(new Error("stop"));
+    cancellation.onAbort(() => heard.push("late"));
+    expect(heard).to.deep.equal(["late"]);
+  });
+
+  it("makes an AbortSignal that follows it, whether asked for before or after the abort", () => {
+    const early = new Cancellation();
+    const signal = early.signal;
+    let fired = 0;
+    signal.addEventListener("abort", () => (fired += 1));
+    const reason = new Error("why");
+    early.abort(reason);
+    expect(signal.aborted).to.equal(true);
+    expect(signal.reason).to.equal(reason);
+    expect(fired).to.equal(1);
+
+    const late = new Cancellation();
+    late.abort("done");
+    expect(late.signal.aborted).to.equal(true);
+    expect(late.signal.reason).to.equal("done");
+  });
+
+  it("views an AbortSignal the same way", () => {
+    const controller = new AbortController();
+    const view = cancellationOfSignal(controller.signal);
+    const heard: unknown[] = [];
+    const stop = view.onAbort((reason) => heard.push(reason));
+    view.onAbort((reason) => heard.push(`kept: ${String(reason)}`));
+    stop();
+    controller.abort("gone");
+    expect(heard).to.deep.equal(["kept: gone"]);
+    expect(view.aborted).to.equal(true);
+    expect(view.reason).to.equal("gone");
+  });
+});

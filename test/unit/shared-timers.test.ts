@@ -1,0 +1,83 @@
+import { expect } from "chai";
+import { performance } from "node:perf_hooks";
+import { SharedTimers } from "../../src/async/shared-timers.js";
+
+/** Resolves when `callback` is called with the time it was called at. */
+function timed(timers: SharedTimers, delayMs: number): { fired: Promise<number>; cancel: () => void } {
+  let cancel: () => void = () => undefined;
+  const fired = new Promise<number>((resolve) => {
+    const timer = timers.schedule(delayMs, () => resolve(performance.now()));
+    cancel = () => timer.cancel();
+  });
+  return { fired, cancel };
+}
+
+describe("SharedTimers", () => {
+  it("runs each callback no earlier than its delay, callbacks of one delay in the order scheduled", async () => {
+    const timers = new SharedTimers();
+    const order: number[] = [];
+    const start = performance.now();
+    const all = [0, 1, 2].map(
+      (index) =>
+        new Promise<number>((resolve) =>
+          timers.schedule(30, () => {
+            order.push(index);
+            resolve(performance.now());
+          }),
+        ),
+    );
+    const times = await Promise.all(all);
+    expect(order).to.deep.equal([0, 1, 2]);
+    // Node's timers may fire up to a millisecond early by performance.now().
+    for (const time of times) expect(time - start).to.be.at.least(29);
+  });
+
+  it("runs callbacks of different delays by their own delays", async () => {
+    const timers = new SharedTimers();
+    const order: string[] = [];
+    const long = new Promise<void>((resolve) =>
+      timers.schedule(40, () => {
+        order.push("40 ms");
+        resolve();
+      }),
+    );
+    const short = new Promise<void>((resolve) =>
+      timers.schedule(5, () => {
+        order.push("5 ms");
+        resolve();
+      }),
+    );
+    await Promise.all([long, short]);
+    expect(order).to.deep.equal(["5 ms", "40 ms"]);
+  });
+
+  it("never runs a cancelled callback, whatever its place in the list", async () => {
+    const timers = new SharedTimers();
+    const ran: string[] = [];
+    const first = timers.schedule(20, () => ran.push("first"));
+    timers.schedule(20, () => ran.push("middle"));
+    const last = timers.schedule(20, () => ran.push("last"));
+    first.cancel();
+    last.cancel();
+    last.cancel();
+    const after = timed(timers, 25);
+    await after.fired;
+    expect(ran).to.deep.equal(["middle"]);
+  });
+
+  it("serves a delay again after its list emptied, and lets a callback schedule the next one", async () => {
+    const timers = new SharedTimers();
+    const once = timed(timers, 5);
+    await once.fired;
+    let beats = 0;
+    await new Promise<void>((resolve) => {
+      const beat = (): void => {
+        beats += 1;
+        if (beats === 3) resolve();
+        else timers.schedule(5, beat);
+      };
+      timers.schedule(5, beat);
+    });
+    expect(beats).to.equal(3);
+  });
+});
