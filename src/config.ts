@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { defaultMaxConcurrentRuns, defaultMaxQueuedRuns } from "./executions/admission.js";
 import { parseArgs } from "node:util";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { actions } from "./auth/permissions.js";
@@ -198,7 +199,7 @@ const options: readonly OptionSpec[] = [
     key: "maxConcurrentRuns",
     flag: "max-concurrent-runs",
     kind: "integer",
-    fallback: 256,
+    fallback: defaultMaxConcurrentRuns,
     min: 1,
     max: 1_000_000,
     text: "most runs executing at once, all tools together",
@@ -207,7 +208,7 @@ const options: readonly OptionSpec[] = [
     key: "maxQueuedRuns",
     flag: "max-queued-runs",
     kind: "integer",
-    fallback: 10_000,
+    fallback: defaultMaxQueuedRuns,
     min: 0,
     max: 10_000_000,
     text: "most runs waiting for a slot; beyond it starting a run is RESOURCE_EXHAUSTED",

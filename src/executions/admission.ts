@@ -1,11 +1,22 @@
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 
+/**
+ * Most runs executing at once by default. Tools are mostly I/O-bound (a call to a service, a
+ * database, a model): a run waiting on I/O holds a few kilobytes and no CPU, so a low limit only
+ * makes bursts queue and time out while the machine idles. 4,096 runs hold about 30 MB; a tool
+ * that needs a CPU or a scarce connection declares its own `max_concurrency`.
+ */
+export const defaultMaxConcurrentRuns = 4096;
+
+/** Most runs waiting for a slot by default. */
+export const defaultMaxQueuedRuns = 10_000;
+
 /** Limits of an {@link Admission}. */
 export interface AdmissionOptions {
-  /** Most runs executing at once, all tools together. Default 256. */
+  /** Most runs executing at once, all tools together. Default {@link defaultMaxConcurrentRuns}. */
   readonly maxConcurrent?: number;
-  /** Most runs waiting for a slot; beyond it admission fails fast. Default 10,000. */
+  /** Most runs waiting for a slot; beyond it admission fails fast. Default {@link defaultMaxQueuedRuns}. */
   readonly maxQueued?: number;
 }
 
@@ -26,24 +37,33 @@ interface Waiter {
   readonly toolLimit: number;
   readonly grant: () => void;
   state: "waiting" | "running" | "done";
+  /** Neighbours in the queue while waiting. */
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
 }
 
 /**
  * Admission control: a global limit on running runs, a per-tool limit, and one bounded FIFO queue.
  * A run whose tool is at its own limit lets later runs of other tools pass it. Everything is
- * synchronous, so the counts are exact under any number of concurrent callers.
+ * synchronous, so the counts are exact under any number of concurrent callers. The queue is a
+ * linked list with a count of waiters per tool, so admitting, leaving the queue and starting the
+ * next run cost the same with 10,000 waiting as with none (a scan happens only past waiters whose
+ * tool is at its own limit).
  */
 export class Admission {
   readonly maxConcurrent: number;
   readonly maxQueued: number;
-  readonly #queue: Waiter[] = [];
+  #head: Waiter | undefined;
+  #tail: Waiter | undefined;
+  #queued = 0;
+  readonly #queuedByTool = new Map<string, number>();
   readonly #runningByTool = new Map<string, number>();
   #running = 0;
   #maxQueuedSeen = 0;
 
   constructor(options: AdmissionOptions = {}) {
-    this.maxConcurrent = options.maxConcurrent ?? 256;
-    this.maxQueued = options.maxQueued ?? 10_000;
+    this.maxConcurrent = options.maxConcurrent ?? defaultMaxConcurrentRuns;
+    this.maxQueued = options.maxQueued ?? defaultMaxQueuedRuns;
   }
 
   /** Runs executing now. */
@@ -53,7 +73,7 @@ export class Admission {
 
   /** Runs waiting now. */
   get queued(): number {
-    return this.#queue.length;
+    return this.#queued;
   }
 
   /** The longest the queue has been. */
@@ -68,25 +88,25 @@ export class Admission {
   admit(toolName: string, toolLimit: number): Ticket {
     let grant: () => void = () => undefined;
     const granted = new Promise<void>((resolve) => (grant = resolve));
-    const waiter: Waiter = { toolName, toolLimit, grant, state: "waiting" };
+    const waiter: Waiter = { toolName, toolLimit, grant, state: "waiting", prev: undefined, next: undefined };
     // Queued runs never fit (dispatch starts every one that does), so they all wait for their own
     // tool's limit: a run that fits passes them, unless a run of its own tool waits ahead of it.
-    const immediate = this.#fits(waiter) && !this.#queue.some((queued) => queued.toolName === toolName);
-    const position = this.#queue.length;
+    const immediate = this.#fits(waiter) && !this.#queuedByTool.has(toolName);
+    const position = this.#queued;
     if (immediate) {
       this.#start(waiter);
     } else {
-      if (this.#queue.length >= this.maxQueued) {
+      if (this.#queued >= this.maxQueued) {
         throw new ToolRuntimeError(
           "RESOURCE_EXHAUSTED",
           ErrorType.ResourceExhausted,
-          `run of ${quote(toolName)} cannot be queued: ${this.#queue.length} runs already wait, the most allowed; retry later`,
+          `run of ${quote(toolName)} cannot be queued: ${this.#queued} runs already wait, the most allowed; retry later`,
           toolName,
           this.#retryAfterMs(),
         );
       }
-      this.#queue.push(waiter);
-      this.#maxQueuedSeen = Math.max(this.#maxQueuedSeen, this.#queue.length);
+      this.#enqueue(waiter);
+      this.#maxQueuedSeen = Math.max(this.#maxQueuedSeen, this.#queued);
     }
     return {
       granted,
@@ -108,12 +128,32 @@ export class Admission {
     waiter.grant();
   }
 
+  #enqueue(waiter: Waiter): void {
+    waiter.prev = this.#tail;
+    if (this.#tail) this.#tail.next = waiter;
+    else this.#head = waiter;
+    this.#tail = waiter;
+    this.#queued += 1;
+    this.#queuedByTool.set(waiter.toolName, (this.#queuedByTool.get(waiter.toolName) ?? 0) + 1);
+  }
+
+  #dequeue(waiter: Waiter): void {
+    if (waiter.prev) waiter.prev.next = waiter.next;
+    else this.#head = waiter.next;
+    if (waiter.next) waiter.next.prev = waiter.prev;
+    else this.#tail = waiter.prev;
+    waiter.prev = waiter.next = undefined;
+    this.#queued -= 1;
+    const left = (this.#queuedByTool.get(waiter.toolName) ?? 1) - 1;
+    if (left === 0) this.#queuedByTool.delete(waiter.toolName);
+    else this.#queuedByTool.set(waiter.toolName, left);
+  }
+
   #release(waiter: Waiter): void {
     if (waiter.state === "done") return;
     if (waiter.state === "waiting") {
       waiter.state = "done";
-      const index = this.#queue.indexOf(waiter);
-      if (index >= 0) this.#queue.splice(index, 1);
+      this.#dequeue(waiter);
       return;
     }
     waiter.state = "done";
@@ -126,19 +166,19 @@ export class Admission {
 
   /** Starts queued runs, in order, while they fit. */
   #dispatch(): void {
-    for (let index = 0; index < this.#queue.length && this.#running < this.maxConcurrent;) {
-      const waiter = this.#queue[index] as Waiter;
+    let waiter = this.#head;
+    while (waiter && this.#running < this.maxConcurrent) {
+      const next = waiter.next;
       if (this.#fits(waiter)) {
-        this.#queue.splice(index, 1);
+        this.#dequeue(waiter);
         this.#start(waiter);
-      } else {
-        index += 1;
       }
+      waiter = next;
     }
   }
 
   /** A retry delay proportional to how full the queue is: 100 ms to 30 s. */
   #retryAfterMs(): number {
-    return Math.min(30_000, Math.max(100, Math.round((this.#queue.length / Math.max(1, this.maxConcurrent)) * 100)));
+    return Math.min(30_000, Math.max(100, Math.round((this.#queued / Math.max(1, this.maxConcurrent)) * 100)));
   }
 }

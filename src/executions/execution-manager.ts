@@ -46,6 +46,17 @@ export interface ExecutionManagerOptions extends AdmissionOptions, RetentionOpti
   readonly stopGraceMs?: number;
   /** Where unexpected failures are logged. */
   readonly logger?: Logger | undefined;
+  /** Told of every run's end, whatever ended it (metrics count runs by outcome). */
+  readonly observers?: readonly ExecutionObserver[] | undefined;
+}
+
+/** Watches runs as wholes: once per run, at its end, attempts and stages included. */
+export interface ExecutionObserver {
+  /**
+   * A run ended: succeeded, failed after its attempts, or ended before any (queue timeout,
+   * rejected approval, cancelled while queued…). Called synchronously; must not throw.
+   */
+  onExecutionEnd(record: ExecutionRecord, result: ToolResult): void;
 }
 
 /** What to run, and how. */
@@ -117,6 +128,7 @@ export class ExecutionManager {
   readonly limits: ExecutionLimits;
   protected readonly eventLimits: EventLimits;
   protected readonly logger: Logger | undefined;
+  readonly #observers: readonly ExecutionObserver[];
   readonly #stopGraceMs: number;
   readonly #sweeper: NodeJS.Timeout;
   #ordinal = 0;
@@ -126,6 +138,7 @@ export class ExecutionManager {
     this.store = new ExecutionStore(options);
     this.eventLimits = options.eventLimits ?? { maxEvents: 10_000, maxBytes: 1024 * 1024 };
     this.logger = options.logger;
+    this.#observers = options.observers ?? [];
     this.#stopGraceMs = options.stopGraceMs ?? defaultStopGraceMs;
     this.limits = {
       maxConcurrentRuns: this.admission.maxConcurrent,
@@ -514,6 +527,7 @@ export class ExecutionManager {
     record.append({ case: "completed", value: { result: final } });
     record.finish(final);
     this.store.finished(record);
+    for (const observer of this.#observers) observer.onExecutionEnd(record, final);
   }
 
   /** `result` with the run's facts in its metadata: ids, timings, writes, the approval. */

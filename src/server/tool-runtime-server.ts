@@ -139,7 +139,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   );
   const runtime: ToolRuntime = await openToolRuntime({
     ...options,
-    executions: { logger, ...options.executions },
+    executions: {
+      logger,
+      ...options.executions,
+      observers: [metrics.executionObserver, ...(options.executions?.observers ?? [])],
+    },
     runners: {
       ...options.runners,
       jsonLimits: { maxDepth: 64, maxBytes: connection.maxMessageBytes, ...options.runners?.jsonLimits },

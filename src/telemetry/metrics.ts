@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ExecutionObserver } from "../executions/execution-manager.js";
 import type { ToolRegistry } from "../registry/tool-registry.js";
 import type { RunObserver } from "../runner/run-observer.js";
 import type { CallObserver } from "../server/call-pipeline.js";
@@ -9,7 +10,10 @@ export interface ServerMetrics {
   /** The prom-client registry to expose at /metrics. */
   readonly registry: Registry;
   readonly callObserver: CallObserver;
+  /** Handler runs (attempts): the in-flight gauge and the handler duration. */
   readonly runObserver: RunObserver;
+  /** Runs as wholes: counted once each by outcome, including those that never reached a handler. */
+  readonly executionObserver: ExecutionObserver;
 }
 
 const durationBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -24,8 +28,9 @@ export function codeName(code: number): string {
 /**
  * Creates the metrics (all prefixed `toolruntime_`, plus the Node process defaults):
  * - `rpc_requests_total{service,method,protocol,code}` and `rpc_duration_seconds{service,method,protocol}`;
- * - `executions_total{tool,outcome}` (outcome: "success" or the error type),
- *   `execution_duration_seconds{tool}`, `executions_in_flight`;
+ * - `executions_total{tool,outcome}`: every run once, at its end (outcome: "success" or the error
+ *   type, QueueTimeoutError and ApprovalRejectedError included);
+ * - `execution_duration_seconds{tool}` and `executions_in_flight`: handler attempts;
  * - `executions_queued`, read from `admission()` at each scrape;
  * - `registry_tools{registry}`, read from `listRegistries()` at each scrape.
  */
@@ -50,7 +55,7 @@ export function createServerMetrics(
   });
   const executions = new Counter({
     name: "toolruntime_executions_total",
-    help: "Tool executions, by tool and outcome (success or the error type).",
+    help: "Runs ended, by tool and outcome (success or the error type), each counted once whatever ended it.",
     labelNames: ["tool", "outcome"],
     registers: [registry],
   });
@@ -97,9 +102,13 @@ export function createServerMetrics(
       onRunStart: () => inFlight.inc(),
       onRunEnd: (info, result) => {
         inFlight.dec();
-        const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
-        executions.inc({ tool: info.spec.name, outcome });
         executionDuration.observe({ tool: info.spec.name }, result.durationMs / 1000);
+      },
+    },
+    executionObserver: {
+      onExecutionEnd: (record, result) => {
+        const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
+        executions.inc({ tool: record.toolName, outcome });
       },
     },
   };

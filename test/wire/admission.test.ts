@@ -67,3 +67,48 @@ for (const stackName of clientStackNames) {
     });
   });
 }
+
+describe("Admission counts every run by its outcome", () => {
+  let server: RunningServer;
+  let client: ClientStack;
+
+  before(async () => {
+    server = await startTestServer({ executions: { maxConcurrent: 1 } });
+    client = createClientStack(clientStackNames[0], server);
+  });
+  after(async () => {
+    client.close();
+    await server.close(0);
+  });
+
+  const counted = async (outcome: string): Promise<number> => {
+    const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    const line = text
+      .split("\n")
+      .find((row) => row.startsWith(`toolruntime_executions_total{tool="test.bounded",outcome="${outcome}"}`));
+    return line === undefined ? 0 : Number(line.split(" ").at(-1));
+  };
+
+  it("counts a run that timed out in the queue, which never reached a handler, as a QueueTimeoutError", async () => {
+    const before = await counted("QueueTimeoutError");
+    const holder = (await client.executions.startExecution({ toolName: "test.bounded", inputs: { ms: 60_000 } }))
+      .execution as Execution;
+    const waiting = (
+      await client.executions.startExecution({
+        toolName: "test.bounded",
+        inputs: { ms: 1 },
+        options: { queueTimeoutMs: 50 },
+      })
+    ).execution as Execution;
+    expect(waiting.state).to.equal(ExecutionState.QUEUED);
+    const last = (await collect(client.executions.watchExecution({ executionId: waiting.executionId }))).at(-1)?.event
+      ?.event;
+    expect(last?.case === "completed" && last.value.result?.error?.errorType).to.equal("QueueTimeoutError");
+    expect(await counted("QueueTimeoutError")).to.equal(before + 1);
+
+    const cancelledBefore = await counted("CancelledError");
+    await client.executions.cancelExecution({ executionId: holder.executionId });
+    await collect(client.executions.watchExecution({ executionId: holder.executionId }));
+    expect(await counted("CancelledError")).to.equal(cancelledBefore + 1);
+  });
+});
