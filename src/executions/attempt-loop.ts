@@ -65,15 +65,16 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
   const inputs = options.inputs as JsonObject;
   const hooks = spec.capabilities?.checkpointable ? prepared.tool.hooks : undefined;
   const checkpointFacts: JsonObject = { supported: hooks !== undefined };
-  const withFacts = (result: ToolResult, extra: JsonObject = {}): ToolResult =>
-    create(ToolResultSchema, {
-      ...result,
-      metadata: {
-        ...result.metadata,
-        attempts: record.attempts,
-        ...(spec.capabilities?.checkpointable ? { checkpoint: { ...checkpointFacts, ...extra } } : {}),
-      },
-    });
+  const addFacts = (metadata: JsonObject, extra: JsonObject): void => {
+    metadata["attempts"] = record.attempts;
+    if (spec.capabilities?.checkpointable) metadata["checkpoint"] = { ...checkpointFacts, ...extra };
+  };
+  // A copy, for an outcome answered ahead of the end (the final result is completed later).
+  const withFacts = (result: ToolResult, extra: JsonObject): ToolResult => {
+    const metadata = { ...result.metadata };
+    addFacts(metadata, extra);
+    return create(ToolResultSchema, { ...result, metadata });
+  };
   let result: ToolResult | undefined;
   const firstAttempt = options.firstAttempt ?? 1;
   // A run taken over from a lost replica gets its one new attempt whatever its policy says.
@@ -190,7 +191,10 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
       break;
     }
   }
-  return withFacts(result as ToolResult);
+  // The last result is this run's own (made by its runner or here): completed in place, not copied.
+  const final = result as ToolResult;
+  addFacts((final.metadata ??= {}), {});
+  return final;
 }
 
 async function rollback(

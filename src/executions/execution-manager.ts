@@ -520,7 +520,9 @@ export class ExecutionManager {
   #finish(record: ExecutionRecord, request: StartRequest, result: ToolResult): void {
     if (!record.isLive) return;
     record.stopClock();
-    const final = this.#withRunFacts(record, result);
+    // The result is this run's own: its facts are added in place rather than by copying it.
+    const final = result;
+    this.#addRunFacts(record, (final.metadata ??= {}));
     if (!request.requireActive) {
       record.append({ case: "deactivated", value: { wasActive: request.runner.deactivate(record.init.toolName) } });
     }
@@ -530,26 +532,28 @@ export class ExecutionManager {
     for (const observer of this.#observers) observer.onExecutionEnd(record, final);
   }
 
-  /** `result` with the run's facts in its metadata: ids, timings, writes, the approval. */
+  /** A copy of `result` with the run's facts in its metadata (see {@link addRunFacts}). */
   #withRunFacts(record: ExecutionRecord, result: ToolResult): ToolResult {
-    const metadata: JsonObject = {
-      ...result.metadata,
-      execution_id: record.id,
-      tool_name: record.init.toolName,
-      ...record.timings(),
-      writes: record.init.writes,
-      ...(record.decision
-        ? {
-            approval: {
-              approved: record.decision.approved,
-              decided_by: record.decision.decidedBy,
-              decided_at: record.decision.decidedAt.toISOString(),
-              comment: record.decision.comment,
-            },
-          }
-        : {}),
-    };
+    const metadata = { ...result.metadata };
+    this.#addRunFacts(record, metadata);
     return create(ToolResultSchema, { ...result, metadata });
+  }
+
+  /** Adds the run's facts to a result's metadata: ids, timings, writes, the approval. */
+  #addRunFacts(record: ExecutionRecord, metadata: JsonObject): void {
+    metadata["execution_id"] = record.id;
+    metadata["tool_name"] = record.init.toolName;
+    record.addTimings(metadata);
+    metadata["writes"] = record.init.writes;
+    const decision = record.decision;
+    if (decision) {
+      metadata["approval"] = {
+        approved: decision.approved,
+        decided_by: decision.decidedBy,
+        decided_at: decision.decidedAt.toISOString(),
+        comment: decision.comment,
+      };
+    }
   }
 }
 

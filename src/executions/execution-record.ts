@@ -288,13 +288,11 @@ export class ExecutionRecord {
     this.#clockStopped = true;
   }
 
-  /** Timing facts for the result's metadata, complete once {@link stopClock} was called. */
-  timings(): JsonObject {
-    return {
-      awaiting_approval_ms: round(this.#timings.awaitingApprovalMs),
-      queued_ms: round(this.#timings.queuedMs),
-      running_ms: round(this.#timings.runningMs),
-    };
+  /** Adds the timing facts to a result's metadata, complete once {@link stopClock} was called. */
+  addTimings(metadata: JsonObject): void {
+    metadata["awaiting_approval_ms"] = round(this.#timings.awaitingApprovalMs);
+    metadata["queued_ms"] = round(this.#timings.queuedMs);
+    metadata["running_ms"] = round(this.#timings.runningMs);
   }
 
   /** The record as the API shows it. */

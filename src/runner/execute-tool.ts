@@ -285,7 +285,19 @@ export async function executeTool(
   }
 }
 
+/** The flags of each spec, made once: every result of a tool shares them (nothing changes them). */
+const flagsBySpec = new WeakMap<object, JsonObject>();
+
 function capabilityFlags(tool: RegisteredTool): JsonObject {
+  let flags = flagsBySpec.get(tool.spec);
+  if (!flags) {
+    flags = flagsOf(tool);
+    flagsBySpec.set(tool.spec, flags);
+  }
+  return flags;
+}
+
+function flagsOf(tool: RegisteredTool): JsonObject {
   const capabilities = tool.spec.capabilities;
   return {
     read_only: capabilities?.readOnly ?? false,

@@ -1,5 +1,6 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { PeerCertificate } from "node:tls";
+import { cancellationOfSignal, type CancellationView } from "../async/cancellation.js";
 import { anonymousAdmin, type Identity } from "../auth/permissions.js";
 
 /** The verified client certificate of a mutual-TLS call, set by the transport adapters. */
@@ -26,4 +27,12 @@ export const traceParentKey = createContextKey<string | undefined>(undefined, { 
 export function requestHeaderValue(context: HandlerContext, name: string): string | null {
   const direct = (context as { headerValue?: (name: string) => string | null }).headerValue;
   return direct ? direct.call(context, name) : context.requestHeader.get(name);
+}
+
+/**
+ * The call's end as a cancellation: the gRPC port's context has one of its own, whose AbortSignal
+ * is made only if some code reads `context.signal`; other contexts are viewed through their signal.
+ */
+export function callCancellation(context: HandlerContext): CancellationView {
+  return (context as { cancellation?: CancellationView }).cancellation ?? cancellationOfSignal(context.signal);
 }

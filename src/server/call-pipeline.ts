@@ -3,7 +3,7 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import type { Logger } from "pino";
 import type { Authenticator } from "../auth/authenticator.js";
 import { ErrorType, isToolRuntimeError, ToolRuntimeError } from "../errors/tool-runtime-error.js";
-import { identityKey, peerCertificateKey, requestHeaderValue } from "./call-context.js";
+import { callCancellation, identityKey, peerCertificateKey, requestHeaderValue } from "./call-context.js";
 import { toConnectError } from "./to-connect-error.js";
 
 /** Observes one call: returns the function to call with its final status code (0 for OK). */
@@ -97,9 +97,10 @@ export function wrapService<S extends DescService>(
  * reason of its signal (CANCELLED when none) and nothing is logged as an internal error.
  */
 function endedByCaller(thrown: unknown, context: HandlerContext): ConnectError | undefined {
-  if (!context.signal.aborted || isToolRuntimeError(thrown)) return undefined;
+  const call = callCancellation(context);
+  if (!call.aborted || isToolRuntimeError(thrown)) return undefined;
   if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) return undefined;
-  const reason: unknown = context.signal.reason;
+  const reason: unknown = call.reason;
   return reason instanceof ConnectError && reason.code !== Code.Internal && reason.code !== Code.Unknown
     ? reason
     : new ConnectError("the call was cancelled by the client", Code.Canceled);

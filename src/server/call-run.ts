@@ -7,6 +7,7 @@ import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import type { ExecutionManager } from "../executions/execution-manager.js";
 import type { ExecutionRecord } from "../executions/execution-record.js";
 import { quote } from "../registry/names.js";
+import { callCancellation } from "./call-context.js";
 
 /**
  * Time a watcher waits, once shutdown cancelled every run, for its run's terminal event; it must
@@ -29,7 +30,7 @@ export type CallEnd = "deadline" | "shutdown" | "client";
 
 /** How the call ended early, or undefined while it goes on. */
 export function callEndOf(context: HandlerContext): CallEnd | undefined {
-  const signal = context.signal;
+  const signal = callCancellation(context);
   if (!signal.aborted) return undefined;
   const reason: unknown = signal.reason;
   if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) return "deadline";
@@ -61,18 +62,16 @@ export function bindRunToCall(
   record: ExecutionRecord,
   context: HandlerContext,
 ): () => void {
-  const onAbort = (): void => {
+  const call = callCancellation(context);
+  return call.onAbort((reason) => {
     if (!record.isLive) return;
     const end = callEndOf(context);
     cancelInBackground(
       executions,
       record.id,
-      end === "deadline" ? new DeadlineExceededError() : abortReasonText(context.signal.reason, "the client went away"),
+      end === "deadline" ? new DeadlineExceededError() : abortReasonText(reason, "the client went away"),
     );
-  };
-  if (context.signal.aborted) onAbort();
-  else context.signal.addEventListener("abort", onAbort, { once: true });
-  return () => context.signal.removeEventListener("abort", onAbort);
+  });
 }
 
 /**
@@ -107,17 +106,15 @@ export async function awaitForCall(
     await record.durable();
     return result;
   }
-  let onAbort: (() => void) | undefined;
-  const left = new Promise<undefined>((resolve) => {
-    onAbort = () => resolve(undefined);
-    if (context.signal.aborted) resolve(undefined);
-    else context.signal.addEventListener("abort", onAbort, { once: true });
-  });
+  let stopListening: (() => void) | undefined;
+  const left = new Promise<undefined>(
+    (resolve) => (stopListening = callCancellation(context).onAbort(() => resolve(undefined))),
+  );
   try {
     const result = await Promise.race([record.answered, left]);
     if (result) return result;
   } finally {
-    if (onAbort) context.signal.removeEventListener("abort", onAbort);
+    stopListening?.();
   }
   throw callEnded(record, context, false);
 }
@@ -143,12 +140,11 @@ export async function* watchForCall(
     if (end === "shutdown") shutdownTimer = setTimeout(() => stop.abort(), shutdownWatchGraceMs);
     else if (!untilEnd) stop.abort();
   };
-  if (context.signal.aborted) onAbort();
-  else context.signal.addEventListener("abort", onAbort, { once: true });
+  const stopListening = callCancellation(context).onAbort(onAbort);
   try {
     yield* executions.watch(record, afterSequence, stop.signal);
   } finally {
-    context.signal.removeEventListener("abort", onAbort);
+    stopListening();
     clearTimeout(shutdownTimer);
   }
   const end = callEndOf(context);
@@ -169,7 +165,7 @@ function callEnded(record: ExecutionRecord, context: HandlerContext, owned: bool
     );
   }
   return new ConnectError(
-    abortReasonText(context.signal.reason, "the call was cancelled by the client"),
+    abortReasonText(callCancellation(context).reason, "the call was cancelled by the client"),
     Code.Canceled,
   );
 }

@@ -1,6 +1,7 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { Metadata } from "@grpc/grpc-js";
+import { Cancellation } from "../async/cancellation.js";
 import { metadataToHeaders } from "./grpc-status.js";
 
 /**
@@ -22,11 +23,12 @@ export interface GrpcCallFacts {
 }
 
 /**
- * The HandlerContext of one call on the gRPC port, built for what a call costs: one AbortController
- * and no timer (grpc-js enforces the deadline, and its "cancelled" event aborts the signal with
- * DEADLINE_EXCEEDED as the reason when the deadline passed), request headers converted from the
- * metadata only when read, response headers only when written. Connect's own context costs three
- * AbortControllers, a timer and three Headers per call.
+ * The HandlerContext of one call on the gRPC port, built for what a call costs: a Cancellation
+ * whose AbortSignal is made only when `signal` is read (the run path listens through
+ * `callCancellation`), no timer (grpc-js enforces the deadline, and its "cancelled" event aborts
+ * with DEADLINE_EXCEEDED as the reason when the deadline passed), request headers converted from
+ * the metadata only when read, response headers only when written. Connect's own context costs
+ * three AbortControllers, a timer and three Headers per call.
  */
 export class GrpcHandlerContext implements HandlerContext {
   readonly protocolName = "grpc";
@@ -37,7 +39,8 @@ export class GrpcHandlerContext implements HandlerContext {
   readonly values: ContextValues;
   readonly #metadata: Metadata;
   readonly #deadlineMs: number;
-  readonly #abort = new AbortController();
+  /** The call's end; see callCancellation. */
+  readonly cancellation = new Cancellation();
   #requestHeader: Headers | undefined;
   #responseHeader: Headers | undefined;
   #responseTrailer: Headers | undefined;
@@ -52,7 +55,7 @@ export class GrpcHandlerContext implements HandlerContext {
   }
 
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    return this.cancellation.signal;
   }
 
   readonly timeoutMs = (): number | undefined =>
@@ -80,7 +83,7 @@ export class GrpcHandlerContext implements HandlerContext {
 
   /** Ends the call's signal with `reason`, once. */
   abort(reason: unknown): void {
-    if (!this.#abort.signal.aborted) this.#abort.abort(reason);
+    this.cancellation.abort(reason);
   }
 
   /**
