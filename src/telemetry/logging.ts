@@ -35,14 +35,28 @@ export interface RunLoggerOptions {
 /**
  * One log line per run (tool, runner, caller, outcome, duration; inputs only when asked), and an
  * audit record per run: who ran which tool with which inputs (as a SHA-256 digest), whether the
- * tool writes, and the outcome.
+ * tool writes, and the outcome. When the audit records go to the main log (the default), they are
+ * the run line's own fields (`audit: "execution"`) rather than a second line: one line per run.
  */
 export function createRunLogger(logger: Logger, options: RunLoggerOptions = {}): RunObserver {
+  const audit = options.audit;
+  const merged = audit === logger;
   return {
     onRunEnd(info, result) {
       const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
       // Skip building records nobody will write (hashing the inputs is not free).
-      if (logger.isLevelEnabled("info"))
+      const logging = logger.isLevelEnabled("info");
+      const auditing = audit?.isLevelEnabled("info") ?? false;
+      const auditFields = auditing
+        ? {
+            audit: "execution",
+            inputsSha256: digestOf(info.inputs),
+            writes: info.spec.capabilities?.writes ?? false,
+            approval: info.spec.capabilities?.humanApprovalRequired ? "required" : "not_required",
+            traceParent: info.traceParent,
+          }
+        : undefined;
+      if (logging)
         logger.info(
           {
             executionId: info.executionId,
@@ -52,22 +66,13 @@ export function createRunLogger(logger: Logger, options: RunLoggerOptions = {}):
             outcome,
             durationMs: Math.round(result.durationMs * 1000) / 1000,
             ...(options.logInputs ? { inputs: info.inputs } : {}),
+            ...(merged ? auditFields : {}),
           },
           "run",
         );
-      if (options.audit?.isLevelEnabled("info"))
-        options.audit.info(
-          {
-            audit: "execution",
-            executionId: info.executionId,
-            caller: info.caller,
-            tool: info.spec.name,
-            inputsSha256: digestOf(info.inputs),
-            writes: info.spec.capabilities?.writes ?? false,
-            approval: info.spec.capabilities?.humanApprovalRequired ? "required" : "not_required",
-            outcome,
-            traceParent: info.traceParent,
-          },
+      if (auditFields && !(merged && logging))
+        audit?.info(
+          { ...auditFields, executionId: info.executionId, caller: info.caller, tool: info.spec.name, outcome },
           "execution",
         );
     },
