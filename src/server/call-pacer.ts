@@ -1,78 +1,111 @@
 import { performance } from "node:perf_hooks";
 
-/** Starts admitted calls in arrival order, with a bounded amount of work per turn of the event loop. */
+/**
+ * Starts admitted calls in arrival order, and sends their last messages, with a bounded amount of
+ * work per turn of the event loop.
+ */
 export interface CallPacer {
   /**
    * Runs `start` at once while the current turn of the event loop has used less than its budget
-   * on starting calls and no call waits; otherwise queues it for a later turn. Calls start in
-   * arrival order either way.
+   * and no call waits; otherwise queues it for a later turn. Calls start in arrival order either way.
    */
   run(start: () => void): void;
-  /** Calls waiting for a later turn. */
+  /**
+   * Runs `send` (a call's response, a stream's next message or its end) at once while the turn has
+   * budget left and no other sending waits; otherwise queues it for a later turn, ahead of calls
+   * waiting to start: a call under way finishes before a new one begins.
+   */
+  send(send: () => void): void;
+  /** Calls waiting for a later turn to start or to send. */
   readonly waiting: number;
+}
+
+/** A FIFO with a moving head: shift() would copy the array at every start. */
+class WorkQueue {
+  #items: ((() => void) | undefined)[] = [];
+  #head = 0;
+
+  get size(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(work: () => void): void {
+    this.#items.push(work);
+  }
+
+  take(): () => void {
+    const work = this.#items[this.#head] as () => void;
+    this.#items[this.#head] = undefined;
+    this.#head += 1;
+    if (this.#head === this.#items.length) {
+      this.#items = [];
+      this.#head = 0;
+    }
+    return work;
+  }
 }
 
 /**
  * Creates a pacer that spends at most about `turnBudgetMs` (default 10) of each turn of the event
- * loop starting calls. A flood of streams read in one turn (up to MAX_CONCURRENT_STREAMS per
- * connection, on every connection at once) would otherwise run every call's first steps (decoding,
- * authentication, the run itself when it is short) back to back, and a health probe that arrived
- * meanwhile would wait seconds behind them. Past the budget, calls wait for a later turn
- * (`setImmediate`), so the event loop reads other sockets (probes, other clients) in between.
- * Under light load every call starts at once: no added latency. `now` is the clock, in ms.
+ * loop starting calls and sending their results. A flood of streams read in one turn (up to
+ * MAX_CONCURRENT_STREAMS per connection, on every connection at once) would otherwise run every
+ * call's first steps (decoding, authentication, the run itself when it is short) back to back, and
+ * thousands of runs that end together (their timers due in the same millisecond) would encode and
+ * write every last message at once: a health probe that arrived meanwhile would wait seconds behind
+ * them. Past the budget, work waits for a later turn (`setImmediate`), so the event loop reads
+ * other sockets (probes, other clients) in between. Under light load everything runs at once: no
+ * added latency. `now` is the clock, in ms.
  */
 export function createCallPacer(turnBudgetMs = 10, now: () => number = () => performance.now()): CallPacer {
-  // A FIFO with a moving head: shift() would copy the array at every start.
-  let queue: ((() => void) | undefined)[] = [];
-  let head = 0;
-  // When this turn began starting calls; undefined while it has started none.
+  const starts = new WorkQueue();
+  const sends = new WorkQueue();
+  // When this turn began its paced work; undefined while it has done none.
   let turnStartedAt: number | undefined;
   let turnEndScheduled = false;
 
   const budgetLeft = (): boolean => turnStartedAt === undefined || now() - turnStartedAt < turnBudgetMs;
-  const startNow = (start: () => void): void => {
-    turnStartedAt ??= now();
+  const scheduleTurn = (): void => {
     if (!turnEndScheduled) {
       turnEndScheduled = true;
       setImmediate(nextTurn);
     }
-    start();
   };
-  // Runs after the I/O of the turn (setImmediate): a fresh budget for the calls still waiting.
+  const runNow = (work: () => void): void => {
+    turnStartedAt ??= now();
+    scheduleTurn();
+    work();
+  };
+  // Runs after the I/O of the turn (setImmediate): a fresh budget for the work still waiting,
+  // sending first.
   const nextTurn = (): void => {
     turnEndScheduled = false;
     turnStartedAt = undefined;
-    while (head < queue.length && budgetLeft()) {
-      const start = queue[head] as () => void;
-      queue[head] = undefined;
-      head += 1;
-      startNow(start);
-    }
-    if (head === queue.length) {
-      queue = [];
-      head = 0;
-    } else if (!turnEndScheduled) {
-      turnEndScheduled = true;
-      setImmediate(nextTurn);
-    }
+    while (sends.size > 0 && budgetLeft()) runNow(sends.take());
+    while (sends.size === 0 && starts.size > 0 && budgetLeft()) runNow(starts.take());
+    if (sends.size > 0 || starts.size > 0) scheduleTurn();
     // The next turn's I/O starts its own budget.
     turnStartedAt = undefined;
   };
 
   return {
     run(start) {
-      if (head === queue.length && budgetLeft()) {
-        startNow(start);
+      if (starts.size === 0 && sends.size === 0 && budgetLeft()) {
+        runNow(start);
         return;
       }
-      queue.push(start);
-      if (!turnEndScheduled) {
-        turnEndScheduled = true;
-        setImmediate(nextTurn);
+      starts.push(start);
+      scheduleTurn();
+    },
+    send(send) {
+      if (sends.size === 0 && budgetLeft()) {
+        runNow(send);
+        return;
       }
+      sends.push(send);
+      scheduleTurn();
     },
     get waiting() {
-      return queue.length - head;
+      return starts.size + sends.size;
     },
   };
 }

@@ -135,12 +135,10 @@ export function addServiceToGrpcServer<S extends DescService>(
           start(call, release, () => {
             const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
             const callContext = context(call);
-            void serveStream(call, method, impl as StreamingMethod, callContext, options.logger, requests).finally(
-              () => {
-                ended(callContext);
-                release();
-              },
-            );
+            void serveStream(call, method, impl as StreamingMethod, callContext, options, requests).finally(() => {
+              ended(callContext);
+              release();
+            });
           });
         }
       : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
@@ -148,7 +146,7 @@ export function addServiceToGrpcServer<S extends DescService>(
           if (!release) return;
           start(call, release, () => {
             const callContext = context(call);
-            void serveUnary(call, callback, method, impl as UnaryMethod, callContext, options.logger).finally(() => {
+            void serveUnary(call, callback, method, impl as UnaryMethod, callContext, options).finally(() => {
               ended(callContext);
               release();
             });
@@ -164,17 +162,37 @@ async function serveUnary(
   method: DescMethod,
   impl: UnaryMethod,
   context: HandlerContext,
-  logger: Logger,
+  options: GrpcAdapterOptions,
 ): Promise<void> {
   try {
     const request = decode(method.input, call.request);
     const response = encode(method.output, await impl(request, context));
     finishedCalls.add(call);
-    callback(null, response);
+    const sending = sendPaced(options.pacer, () => callback(null, response));
+    if (sending) await sending;
   } catch (error) {
     finishedCalls.add(call);
-    callback(toGrpcStatus(toConnectError(error, logger)));
+    callback(toGrpcStatus(toConnectError(error, options.logger)));
   }
+}
+
+/**
+ * Runs `send` when the pacer lets it (see CallPacer.send): returns undefined when it ran at once,
+ * or a promise that resolves once it ran in a later turn.
+ */
+function sendPaced(pacer: CallPacer | undefined, send: () => void): Promise<void> | undefined {
+  if (!pacer) {
+    send();
+    return undefined;
+  }
+  let sent = false;
+  let resolve: (() => void) | undefined;
+  pacer.send(() => {
+    send();
+    sent = true;
+    resolve?.();
+  });
+  return sent ? undefined : new Promise<void>((done) => (resolve = done));
 }
 
 async function serveStream(
@@ -182,7 +200,7 @@ async function serveStream(
   method: DescMethod,
   impl: StreamingMethod,
   context: HandlerContext,
-  logger: Logger,
+  options: GrpcAdapterOptions,
   requests?: AsyncIterable<unknown>,
 ): Promise<void> {
   let iterator: AsyncIterator<unknown> | undefined;
@@ -194,17 +212,22 @@ async function serveStream(
       const next = await iterator.next();
       if (next.done) break;
       if (call.cancelled) return;
-      if (!call.write(encode(method.output, next.value))) {
-        // Respect flow control: wait until the client reads, or until it goes away.
-        await waitForDrain(call);
-      }
+      const bytes = encode(method.output, next.value);
+      let writable = true;
+      const sending = sendPaced(options.pacer, () => {
+        if (!call.cancelled) writable = call.write(bytes);
+      });
+      if (sending) await sending;
+      // Respect flow control: wait until the client reads, or until it goes away.
+      if (!writable) await waitForDrain(call);
     }
     finishedCalls.add(call);
-    call.end();
+    const ending = sendPaced(options.pacer, () => call.end());
+    if (ending) await ending;
   } catch (error) {
     if (call.cancelled) return;
     finishedCalls.add(call);
-    call.emit("error", toGrpcStatus(toConnectError(error, logger)));
+    call.emit("error", toGrpcStatus(toConnectError(error, options.logger)));
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();

@@ -67,4 +67,41 @@ describe("createCallPacer()", () => {
     pacer.run(() => started.push("c"));
     expect(started).to.deep.equal(["a", "b", "c"]);
   });
+
+  it("sends past the budget in a later turn, in order, and ahead of calls waiting to start", async () => {
+    const pacer = createCallPacer(10, now);
+    const done: string[] = [];
+    pacer.send(() => {
+      done.push("send 1");
+      clockMs += 12;
+    });
+    pacer.run(() => done.push("start 1"));
+    pacer.send(() => done.push("send 2"));
+    pacer.send(() => done.push("send 3"));
+    expect(done).to.deep.equal(["send 1"]);
+    expect(pacer.waiting).to.equal(3);
+    await nextTurn();
+    expect(done).to.deep.equal(["send 1", "send 2", "send 3", "start 1"]);
+    expect(pacer.waiting).to.equal(0);
+  });
+
+  it("holds starts while sends wait, even with budget left in a new turn", async () => {
+    const pacer = createCallPacer(10, now);
+    const done: string[] = [];
+    pacer.run(() => {
+      done.push("start 1");
+      clockMs += 10;
+    });
+    pacer.send(() => {
+      done.push("send 1");
+      clockMs += 10;
+    });
+    pacer.run(() => done.push("start 2"));
+    expect(done).to.deep.equal(["start 1"]);
+    await nextTurn();
+    // "send 1" used the new turn's budget: "start 2" waits for the next one.
+    expect(done).to.deep.equal(["start 1", "send 1"]);
+    await nextTurn();
+    expect(done).to.deep.equal(["start 1", "send 1", "start 2"]);
+  });
 });
