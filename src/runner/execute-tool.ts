@@ -62,6 +62,17 @@ type HandlerOutcome =
 /** The reason a finished run's signal aborts with: one shared Error, as building one per run costs. */
 const runFinished = new Error("run finished");
 
+/** What onHandlerCalled receives for a handler that returned a value: it settled already. */
+const settledAlready: Promise<void> = Promise.resolve();
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === "object" || typeof value === "function") &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
+}
+
 /** Longest log line kept, in characters. */
 const maxLogMessageLength = 4096;
 
@@ -112,8 +123,8 @@ export async function executeTool(
   // The handler's signal: an AbortSignal is made only if the handler reads it.
   const handlerCancellation = new Cancellation();
   let abortReason: AbortReason | undefined;
+  // Made only for a handler that returns a promise: one that returns a value has nothing to race.
   let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
-  const aborted = new Promise<HandlerOutcome>((resolve) => (settleAbort = resolve));
   let cancelReason = "";
   const abort = (reason: AbortReason): void => {
     if (abortReason) return;
@@ -176,12 +187,22 @@ export async function executeTool(
   const began = performance.now();
   let outcome: HandlerOutcome;
   try {
-    const pending = Promise.resolve(handler(inputCheck.value, context)).then(
-      (value): HandlerOutcome => ({ kind: "returned", value }),
-      (error: unknown): HandlerOutcome => ({ kind: "threw", error }),
-    );
-    options.onHandlerCalled?.(pending.then(() => undefined));
-    outcome = await Promise.race([pending, aborted]);
+    const returned = handler(inputCheck.value, context);
+    if (!isThenable(returned)) {
+      options.onHandlerCalled?.(settledAlready);
+      outcome = abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned };
+    } else {
+      const pending = Promise.resolve(returned).then(
+        (value): HandlerOutcome => ({ kind: "returned", value }),
+        (error: unknown): HandlerOutcome => ({ kind: "threw", error }),
+      );
+      options.onHandlerCalled?.(pending.then(() => undefined));
+      const aborted = new Promise<HandlerOutcome>((resolve) => {
+        settleAbort = resolve;
+        if (abortReason) resolve({ kind: "aborted", reason: abortReason });
+      });
+      outcome = await Promise.race([pending, aborted]);
+    }
   } catch (error) {
     // The handler threw synchronously.
     outcome = { kind: "threw", error };
