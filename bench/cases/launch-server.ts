@@ -46,6 +46,11 @@ const benchServers: Record<Exclude<ServerKind, "toolruntime">, string> = {
  */
 export const toolruntimeArgs = ["--grpc-port", "0", "--http-port", "0"] as const;
 
+/** This process's environment without the toolruntime's settings (TOOLRUNTIME_*), so none leaks in. */
+function defaultEnvironment(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TOOLRUNTIME_")));
+}
+
 function addressAfter(stdout: string, label: string): string | undefined {
   return stdout.match(new RegExp(`${label}\\s+(\\S+)`))?.[1];
 }
@@ -59,6 +64,7 @@ async function launchToolruntime(options: LaunchOptions): Promise<LaunchedServer
     process = await startServerProcess("node", [...(options.nodeFlags ?? []), toolruntimeMain, ...toolruntimeArgs], {
       isReady: (stdout) => /\n {2}tools:.*\n/.test(stdout),
       stdoutFile: logFile,
+      env: defaultEnvironment(),
     });
   } catch (error) {
     await removeLog();

@@ -20,6 +20,8 @@ export interface StartOptions {
   readonly timeoutMs?: number;
   /** Working directory. Default: this process's. */
   readonly cwd?: string;
+  /** Environment. Default: this process's. */
+  readonly env?: NodeJS.ProcessEnv;
   /**
    * A file to send the process's stdout to (created or truncated), instead of a pipe read by this
    * process: a server that logs every call then writes as it would to a log file, and the bench
@@ -58,7 +60,7 @@ export async function startServerProcess(
   const fd = file === undefined ? undefined : openSync(file, "w");
   let child: ChildProcess;
   try {
-    child = spawn(command, args, { cwd: options.cwd, stdio: ["ignore", fd ?? "pipe", "pipe"] });
+    child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", fd ?? "pipe", "pipe"] });
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
