@@ -1,7 +1,10 @@
 import { parseArgs } from "node:util";
 
-/** The case numbers of the issue: 1–4 server-bound, 5–6 in-process. */
-export type CaseNumber = 1 | 2 | 3 | 4 | 5 | 6;
+/** The case numbers: 1–4 server-bound under h2load, 5–6 in-process, 7–8 over gRPC with grpc-js clients. */
+export type CaseNumber = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
+
+/** Every case, in order. */
+export const allCases: readonly CaseNumber[] = [1, 2, 3, 4, 5, 6, 7, 8];
 
 /** How much to measure; `--full` for the long run, quick by default. */
 export interface BenchOptions {
@@ -20,6 +23,13 @@ export interface BenchOptions {
   /** Concurrent builtin.sleep runs of the concurrency case, and how long each sleeps. */
   readonly concurrentRuns: number;
   readonly sleepMs: number;
+  /** Tools in the server's default registry at the end of the registration case (7), built-in ones included. */
+  readonly wireRegistryTools: number;
+  /** StartExecution calls in the admission burst (8), and how long each run of builtin.sleep sleeps. */
+  readonly burstRuns: number;
+  readonly burstSleepMs: number;
+  /** Whether the admission burst (8) runs in every round (full) or only in the middle one (quick). */
+  readonly burstEveryRound: boolean;
   /** The cases to run. */
   readonly cases: ReadonlySet<CaseNumber>;
   /** Instead of the cases: CPU-profile the toolruntime server under case 1's load. */
@@ -30,10 +40,12 @@ export interface BenchOptions {
 
 /** Usage text of `npm run bench -- --help`. */
 export const usage = `npm run bench [-- options]
-  --full          the long run: 5 rounds, 100,000 tools, 10,000 concurrent runs (quick: 3, 20,000, 2,000)
+  --full          the long run: 5 rounds, 100,000 tools, 10,000 concurrent runs, the burst every round
+                  (quick: 3 rounds, 20,000 tools in process and 3,000 over gRPC, 2,000 runs, one burst)
   --rounds N      rounds to interleave the cases over
   --cases LIST    only these cases, e.g. 1,4 (1 gRPC overhead, 2 HTTP overhead, 3 RunTool stream,
-                  4 MCP peer, 5 registry scale, 6 concurrency)
+                  4 MCP peer, 5 registry scale in process, 6 concurrency in process,
+                  7 registrations over gRPC, 8 admission burst over gRPC)
   --profile       CPU-profile the toolruntime server under case 1's load and list where the time goes
   --seed N        seed of the order of the cases in each round
 `;
@@ -45,7 +57,7 @@ export function readOptions(argv: readonly string[]): BenchOptions & { readonly 
     options: {
       full: { type: "boolean", default: false },
       rounds: { type: "string" },
-      cases: { type: "string", default: "1,2,3,4,5,6" },
+      cases: { type: "string", default: allCases.join(",") },
       profile: { type: "boolean", default: false },
       seed: { type: "string", default: "1" },
       help: { type: "boolean", default: false },
@@ -55,7 +67,7 @@ export function readOptions(argv: readonly string[]): BenchOptions & { readonly 
   const cases = new Set<CaseNumber>();
   for (const text of values.cases.split(",")) {
     const number = Number(text.trim());
-    if (![1, 2, 3, 4, 5, 6].includes(number)) throw new Error(`--cases: ${JSON.stringify(text)} is not a case 1–6`);
+    if (!allCases.includes(number as CaseNumber)) throw new Error(`--cases: ${JSON.stringify(text)} is not a case 1–8`);
     cases.add(number as CaseNumber);
   }
   const rounds = Number(values.rounds ?? (full ? 5 : 3));
@@ -72,6 +84,10 @@ export function readOptions(argv: readonly string[]): BenchOptions & { readonly 
     watchers: 1_000,
     concurrentRuns: full ? 10_000 : 2_000,
     sleepMs: 1_000,
+    wireRegistryTools: full ? 100_000 : 3_000,
+    burstRuns: 10_000,
+    burstSleepMs: full ? 500 : 100,
+    burstEveryRound: full,
     cases,
     profile: values.profile,
     seed: Number(values.seed),

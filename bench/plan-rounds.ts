@@ -6,7 +6,9 @@ import { seededRandom, shuffled } from "./lib/seeded-random.js";
 export type Step =
   | { readonly kind: "wire"; readonly variant: WireVariant }
   | { readonly kind: "registry" }
-  | { readonly kind: "concurrency" };
+  | { readonly kind: "concurrency" }
+  | { readonly kind: "registration" }
+  | { readonly kind: "admission" };
 
 /** The server-bound variants each case needs: its subject and its baseline. */
 const variantsOfCase: Readonly<Record<1 | 2 | 3 | 4, readonly VariantId[]>> = {
@@ -28,7 +30,9 @@ const pairedGroups: readonly (readonly VariantId[])[] = [
  * their group, and the groups and in-process cases run in a shuffled order, different each round:
  * subjects and baselines alternate, so a slow patch of a noisy machine does not fall on one side
  * only. The registry-scale case, whose registrations take most of a quick run's time, runs once, in
- * the middle round; its baselines are measured inside it, interleaved with it.
+ * the middle round; its baselines are measured inside it, interleaved with it. So does the
+ * registration case over gRPC (7), and, in quick mode, the admission burst (8): they take long, and
+ * their baselines are measured beside them in the same step.
  */
 export function planRounds(options: BenchOptions): Step[][] {
   const ids = new Set<VariantId>();
@@ -47,6 +51,8 @@ export function planRounds(options: BenchOptions): Step[][] {
     );
     if (options.cases.has(6)) groups.push([{ kind: "concurrency" }]);
     if (options.cases.has(5) && round === middle) groups.push([{ kind: "registry" }]);
+    if (options.cases.has(7) && round === middle) groups.push([{ kind: "registration" }]);
+    if (options.cases.has(8) && (options.burstEveryRound || round === middle)) groups.push([{ kind: "admission" }]);
     return shuffled(groups, random).flat();
   });
 }

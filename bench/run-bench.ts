@@ -2,11 +2,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { toolruntimeArgs } from "./cases/launch-server.js";
 import { measureVariant } from "./cases/measure-variant.js";
 import { probeNoopResponse } from "./cases/probe-response.js";
 import { runConcurrency, runRegistryScale } from "./cases/run-inproc.js";
 import { wireVariants } from "./cases/wire-variants.js";
+import type { WindowCheck } from "./cases/server-counters.js";
 import { ensureH2load } from "./lib/ensure-h2load.js";
+import type { MachineLoad } from "./lib/machine-load.js";
 import { readOptions, usage, type BenchOptions } from "./options.js";
 import { planRounds, type Step } from "./plan-rounds.js";
 import { renderProfile } from "./profile/profile-markdown.js";
@@ -15,19 +18,40 @@ import { formatFigure } from "./report/format-number.js";
 import { inprocessRatioDefinitions } from "./report/inproc-ratio-definitions.js";
 import { renderMarkdown } from "./report/markdown.js";
 import { ratioDefinitions } from "./report/ratio-definitions.js";
-import type { RoundResults } from "./report/round-results.js";
+import type { RoundResults, WindowRecord } from "./report/round-results.js";
 import { summarizeRatios, summarizeVariants } from "./report/summarize.js";
+import { wireRatioDefinitions } from "./report/wire-ratio-definitions.js";
 import { writeResults } from "./report/write-results.js";
+import { measureAdmission } from "./wire/admission-burst.js";
+import { measureRegistration } from "./wire/registration.js";
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
+const describeLoad = (load: MachineLoad): string =>
+  `machine ${load.busyPct.toFixed(0)}% busy (others ${load.otherCores.toFixed(2)} cores), load ${load.loadAvg1m.toFixed(2)}`;
+const describeCheck = (check: WindowCheck): string => {
+  const server = check.server
+    ? `server OK ${check.server.rpcByCode["OK"] ?? "–"} calls / ${check.server.runsByOutcome["success"] ?? "–"} runs`
+    : "no server counters";
+  return check.verified ? `verified (${server})` : `NOT VERIFIED: ${check.problems.join("; ")}`;
+};
 const stamp = (date: Date): string => date.toISOString().replace(/[:.]/g, "-").slice(0, 19);
 
-async function runStep(step: Step, round: RoundResults, options: BenchOptions, workDir: string, echo: Buffer) {
+async function runStep(
+  step: Step,
+  round: RoundResults,
+  windows: WindowRecord[],
+  options: BenchOptions,
+  workDir: string,
+  echo: Buffer,
+) {
+  const record = (name: string, figure: string, check: WindowCheck, machine: MachineLoad): void =>
+    void windows.push({ round: round.round, name, figure, check, machine });
   switch (step.kind) {
     case "wire": {
       const m = await measureVariant(step.variant, { ...options, workDir, echoResponse: echo });
       round.wire.push(m);
-      return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${m.errors} errors`;
+      record(m.id, `${formatFigure(m.callsPerSecond)} calls/s`, m.check, m.machine);
+      return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${describeCheck(m.check)}, ${describeLoad(m.machine)}`;
     }
     case "concurrency": {
       const c = (round.concurrency = await runConcurrency(options));
@@ -36,6 +60,25 @@ async function runStep(step: Step, round: RoundResults, options: BenchOptions, w
     case "registry": {
       const r = (round.registry = await runRegistryScale(options));
       return `registry: ${formatFigure(r.registrationsPerSecond)} registrations/s, ${formatFigure(r.heapBytesPerTool)} B/tool, fan-out ${formatFigure(r.fanout.allReceivedMs)} ms`;
+    }
+    case "registration": {
+      const r = (round.registration = await measureRegistration({
+        tools: options.wireRegistryTools,
+        baselineFirst: round.round % 2 === 0,
+      }));
+      const figure = `${formatFigure(r.registrationsPerSecond)} registrations/s`;
+      record("RegisterTool over gRPC (case 7)", figure, r.check, r.machine);
+      return `registration over gRPC: ${figure} (bare ${formatFigure(r.baselinePerSecond)}), RSS ${formatFigure(r.rssBytes / 1e6)} MB at ${r.tools} tools, ${formatFigure(r.rssBytesPerTool)} B/tool, ${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
+    }
+    case "admission": {
+      const a = (round.admission = await measureAdmission({
+        runs: options.burstRuns,
+        sleepMs: options.burstSleepMs,
+        baselineFirst: round.round % 2 === 0,
+      }));
+      const figure = `${formatFigure(a.admissionsPerSecond)} admissions/s`;
+      record("StartExecution burst over gRPC (case 8)", figure, a.check, a.machine);
+      return `admission burst: ${figure} (bare ${formatFigure(a.baselinePerSecond)}), event-loop p99 ${formatFigure(a.eventLoopP99Ms)} ms, GetTool p99 ${formatFigure(a.getToolBurstP99Ms)} ms, all ended in ${formatFigure(a.drainMs)} ms, ${describeCheck(a.check)}, ${describeLoad(a.machine)}`;
     }
   }
 }
@@ -50,18 +93,20 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
     if (needsEcho) log(`ExecuteToolResponse of builtin.noop: ${echo.length} bytes; the echo baselines answer with it`);
     const plan = planRounds(options);
     const rounds: RoundResults[] = [];
+    const windows: WindowRecord[] = [];
     for (const [index, steps] of plan.entries()) {
       const round: RoundResults = { round: index + 1, wire: [] };
       rounds.push(round);
       for (const [position, step] of steps.entries()) {
         const stepBegan = performance.now();
-        const line = await runStep(step, round, options, workDir, echo);
+        const line = await runStep(step, round, windows, options, workDir, echo);
         const seconds = ((performance.now() - stepBegan) / 1000).toFixed(1);
         log(`[round ${index + 1}/${plan.length}, ${position + 1}/${steps.length}] ${line} (${seconds} s)`);
       }
     }
     const variants = summarizeVariants(rounds);
-    const ratios = summarizeRatios(rounds, [...ratioDefinitions, ...inprocessRatioDefinitions(options)]);
+    const definitions = [...ratioDefinitions, ...inprocessRatioDefinitions(options), ...wireRatioDefinitions(options)];
+    const ratios = summarizeRatios(rounds, definitions);
     const elapsedS = (performance.now() - began) / 1000;
     const facts = {
       mode: options.mode,
@@ -73,13 +118,14 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
       cpus: `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}`,
       warmupS: options.warmupS,
       measureS: options.measureS,
+      serverCommand: `node dist/src/main.js ${toolruntimeArgs.join(" ")}`,
       concurrencyErrors: rounds.reduce(
         (sum, r) => sum + (r.concurrency ? r.concurrency.toolruntime.errors + r.concurrency.bare.errors : 0),
         0,
       ),
     };
-    const markdown = renderMarkdown(facts, variants, ratios);
-    const data = { facts, options: { ...options, cases: [...options.cases] }, ratios, variants, rounds };
+    const markdown = renderMarkdown({ facts, variants, ratios, definitions, rounds, windows });
+    const data = { facts, options: { ...options, cases: [...options.cases] }, ratios, variants, rounds, windows };
     const paths = await writeResults(`${options.mode}-${stamp(startedAt)}`, options.mode, markdown, data);
     log(`\n${markdown}`);
     log(`Written: ${paths.markdown} and ${paths.json}`);

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startServerProcess, type ServerProcess } from "../lib/child-process.js";
 import { readyPort } from "../servers/server-args.js";
@@ -10,14 +13,20 @@ export interface LaunchedServer {
   readonly process: ServerProcess;
   /** Native gRPC port (toolruntime, grpc-echo). */
   readonly grpcUrl?: string;
-  /** HTTP port: Connect (toolruntime, connect-echo) or MCP (mcp-noop). */
+  /** HTTP port: Connect (toolruntime, connect-echo) or MCP (mcp-noop); toolruntime's serves /metrics. */
   readonly httpUrl?: string;
+  /** The file the toolruntime's stdout (its banner and log) goes to, in a directory removed at stop. */
+  readonly logFile?: string;
+  /** Stops the server (SIGTERM, then SIGKILL after `graceMs`, default 3 s) and removes its log. */
+  readonly stop: (graceMs?: number) => Promise<void>;
 }
 
 /** Options of {@link launchServer}. */
 export interface LaunchOptions {
-  /** The response the echo servers answer with: a real ExecuteToolResponse, protobuf binary. */
+  /** The response the echo servers answer with: a real response message, protobuf binary. */
   readonly echoResponse?: Buffer;
+  /** The one unary path the grpc-echo server answers; default RunnerService/ExecuteTool. */
+  readonly echoPath?: string;
   /** Extra node flags, e.g. `--cpu-prof`. */
   readonly nodeFlags?: readonly string[];
 }
@@ -30,30 +39,59 @@ const benchServers: Record<Exclude<ServerKind, "toolruntime">, string> = {
   "mcp-noop": script("../servers/mcp-noop-server.js"),
 };
 
+/**
+ * The toolruntime's command-line arguments in the bench: free ports, nothing else. Every other
+ * setting is the default as shipped, the log level too (info: a line per call and per run, and an
+ * audit record per run, all on stdout).
+ */
+export const toolruntimeArgs = ["--grpc-port", "0", "--http-port", "0"] as const;
+
+/** This process's environment without the toolruntime's settings (TOOLRUNTIME_*), so none leaks in. */
+function defaultEnvironment(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TOOLRUNTIME_")));
+}
+
 function addressAfter(stdout: string, label: string): string | undefined {
   return stdout.match(new RegExp(`${label}\\s+(\\S+)`))?.[1];
 }
 
+async function launchToolruntime(options: LaunchOptions): Promise<LaunchedServer> {
+  const logDir = await mkdtemp(join(tmpdir(), "toolruntime-bench-log-"));
+  const logFile = join(logDir, "stdout.log");
+  const removeLog = (): Promise<void> => rm(logDir, { recursive: true, force: true });
+  let process: ServerProcess;
+  try {
+    process = await startServerProcess("node", [...(options.nodeFlags ?? []), toolruntimeMain, ...toolruntimeArgs], {
+      isReady: (stdout) => /\n {2}tools:.*\n/.test(stdout),
+      stdoutFile: logFile,
+      env: defaultEnvironment(),
+    });
+  } catch (error) {
+    await removeLog();
+    throw error;
+  }
+  const stop = async (graceMs?: number): Promise<void> => {
+    await process.stop(graceMs);
+    await removeLog();
+  };
+  const grpc = addressAfter(process.stdout(), "gRPC:");
+  const http = addressAfter(process.stdout(), "Connect/gRPC-Web:");
+  if (!grpc || !http) {
+    const banner = process.stdout();
+    await stop();
+    throw new Error(`toolruntime printed no addresses: ${banner}`);
+  }
+  return { process, grpcUrl: `http://${grpc}`, httpUrl: http, logFile, stop };
+}
+
 /** Starts a fresh server process of `kind` on free ports and waits until it serves. */
 export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<LaunchedServer> {
-  const nodeFlags = options.nodeFlags ?? [];
-  if (kind === "toolruntime") {
-    const process = await startServerProcess(
-      "node",
-      [...nodeFlags, toolruntimeMain, "--grpc-port", "0", "--http-port", "0", "--log-level", "warn"],
-      { isReady: (stdout) => /tools:/.test(stdout) },
-    );
-    const grpc = addressAfter(process.stdout(), "gRPC:");
-    const http = addressAfter(process.stdout(), "Connect/gRPC-Web:");
-    if (!grpc || !http) {
-      await process.stop();
-      throw new Error(`toolruntime printed no addresses: ${process.stdout()}`);
-    }
-    return { process, grpcUrl: `http://${grpc}`, httpUrl: http };
-  }
-  const args = [...nodeFlags, benchServers[kind]];
+  if (kind === "toolruntime") return launchToolruntime(options);
+  const args = [...(options.nodeFlags ?? []), benchServers[kind]];
   if (options.echoResponse) args.push("--response-base64", options.echoResponse.toString("base64"));
+  if (options.echoPath) args.push("--path", options.echoPath);
   const process = await startServerProcess("node", args, { isReady: (stdout) => readyPort(stdout) !== undefined });
   const url = `http://127.0.0.1:${readyPort(process.stdout()) ?? 0}`;
-  return kind === "grpc-echo" ? { process, grpcUrl: url } : { process, httpUrl: url };
+  const stop = (graceMs?: number): Promise<void> => process.stop(graceMs);
+  return kind === "grpc-echo" ? { process, grpcUrl: url, stop } : { process, httpUrl: url, stop };
 }

@@ -1,8 +1,16 @@
-import { writeFile } from "node:fs/promises";
+import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { runH2load, type H2loadRun } from "../lib/h2load.js";
+import { runH2load, type H2loadResult, type H2loadRun } from "../lib/h2load.js";
+import { openLoadWindow, type MachineLoad } from "../lib/machine-load.js";
 import { readProcessCpuMs } from "../lib/proc-cpu.js";
-import { launchServer } from "./launch-server.js";
+import { launchServer, type LaunchedServer } from "./launch-server.js";
+import {
+  checkWindow,
+  countsBetween,
+  readSettledCounters,
+  type CounterReading,
+  type WindowCheck,
+} from "./server-counters.js";
 import type { WireVariant, VariantId } from "./wire-variants.js";
 
 /** How long to load a server. */
@@ -34,11 +42,37 @@ export interface VariantMeasurement {
   readonly errors: number;
   /** Messages per response (RunTool events per run; 1 for unary calls), from the correctness check. */
   readonly messagesPerCall: number;
+  /**
+   * The measured window checked against the server's own counters (toolruntime; the baselines keep
+   * none, so only h2load's counts), with the warm-up's problems added: a window is verified only
+   * when both are clean.
+   */
+  readonly check: WindowCheck;
+  /** How busy the machine was during the measured window. */
+  readonly machine: MachineLoad;
+  /** Bytes the toolruntime wrote to stdout (its default log) per call in the window. */
+  readonly logBytesPerCall?: number;
+}
+
+async function fileSize(file: string | undefined): Promise<number> {
+  return file === undefined ? Number.NaN : (await stat(file)).size;
+}
+
+/** Reads the variant's counters on a toolruntime server; undefined for a baseline server. */
+async function countersOf(variant: WireVariant, server: LaunchedServer): Promise<CounterReading | undefined> {
+  if (!variant.scope || !server.httpUrl) return undefined;
+  return readSettledCounters(server.httpUrl, variant.scope);
+}
+
+function checkOf(variant: WireVariant, loaded: H2loadResult, before?: CounterReading, after?: CounterReading) {
+  const counts = { claimedOk: loaded.succeeded, cutOff: loaded.cutOff, generatorErrors: loaded.failed + loaded.non2xx };
+  return checkWindow(variant.scope ?? {}, counts, before && after ? countsBetween(before, after) : undefined);
 }
 
 /**
  * Starts the variant's server, checks one call for correctness, warms it up, then measures h2load's
- * rate and latency and the server's CPU time under load, and stops the server.
+ * rate and latency, the server's CPU time and the machine's load, reads the server's counters of OK
+ * and non-OK calls before and after the warm-up and the window, and stops the server.
  */
 export async function measureVariant(variant: WireVariant, settings: LoadSettings): Promise<VariantMeasurement> {
   const server = await launchServer(variant.server, { echoResponse: settings.echoResponse });
@@ -59,11 +93,21 @@ export async function measureVariant(variant: WireVariant, settings: LoadSetting
       http1: variant.http1,
       logFile: join(settings.workDir, `${variant.id}.log`),
     });
-    if (settings.warmupS > 0) await runH2load(run(settings.warmupS));
+    const beforeWarmup = await countersOf(variant, server);
+    const warmup = settings.warmupS > 0 ? await runH2load(run(settings.warmupS)) : undefined;
+    const beforeWindow = await countersOf(variant, server);
+    const logBefore = await fileSize(server.logFile);
+    const window = openLoadWindow();
     const cpuBefore = readProcessCpuMs(server.process.pid);
     const loaded = await runH2load(run(settings.measureS));
     const cpuAfter = readProcessCpuMs(server.process.pid);
     if (cpuBefore === undefined || cpuAfter === undefined) throw new Error(`${variant.id}: the server died under load`);
+    const machine = window.close(cpuAfter - cpuBefore + loaded.loadGeneratorCpuMs);
+    const afterWindow = await countersOf(variant, server);
+    const logAfter = await fileSize(server.logFile);
+    const measured = checkOf(variant, loaded, beforeWindow, afterWindow);
+    const warmed = warmup ? checkOf(variant, warmup, beforeWarmup, beforeWindow) : undefined;
+    const problems = [...measured.problems, ...(warmed?.problems ?? []).map((problem) => `warm-up: ${problem}`)];
     const wallMs = settings.measureS * 1000;
     return {
       id: variant.id,
@@ -76,8 +120,11 @@ export async function measureVariant(variant: WireVariant, settings: LoadSetting
       succeeded: loaded.succeeded,
       errors: loaded.failed + loaded.non2xx,
       messagesPerCall: checked.messagesPerCall,
+      check: { ...measured, verified: problems.length === 0, problems },
+      machine,
+      ...(server.logFile ? { logBytesPerCall: (logAfter - logBefore) / Math.max(1, loaded.succeeded) } : {}),
     };
   } finally {
-    await server.process.stop();
+    await server.stop();
   }
 }

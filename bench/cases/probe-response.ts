@@ -21,6 +21,6 @@ export async function probeNoopResponse(): Promise<Buffer> {
     if (!responseMessage) throw new Error("the probe call returned no message");
     return responseMessage;
   } finally {
-    await server.process.stop();
+    await server.stop();
   }
 }

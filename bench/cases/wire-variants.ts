@@ -8,7 +8,15 @@ import {
   type LoadRequest,
 } from "./checks.js";
 import type { ServerKind } from "./launch-server.js";
-import { connectJsonHeaders, connectProtoHeaders, grpcHeaders, mcpHeaders, requestBodies } from "./request-bodies.js";
+import type { CounterScope } from "./server-counters.js";
+import {
+  connectJsonHeaders,
+  connectProtoHeaders,
+  grpcHeaders,
+  mcpHeaders,
+  noopToolName,
+  requestBodies,
+} from "./request-bodies.js";
 
 /** The server-bound measurements, one server process each. */
 export type VariantId =
@@ -38,6 +46,11 @@ export interface WireVariant {
   /** h2load connections and requests in flight on each; their product is the concurrency. */
   readonly clients: number;
   readonly streamsPerClient: number;
+  /**
+   * The server's counters the window is checked against (toolruntime only: the baselines keep none);
+   * see server-counters.ts.
+   */
+  readonly scope?: CounterScope;
   /** Readies the server (activation) and checks one call with a real client and with the load's body. */
   readonly check: (baseUrl: string, load: LoadRequest) => Promise<CheckResult>;
 }
@@ -46,6 +59,10 @@ const executePath = "/toolruntime.v1.RunnerService/ExecuteTool";
 // 64 calls in flight everywhere: 4 HTTP/2 connections of 16 streams, or 64 HTTP/1.1 connections.
 const h2 = { http1: false, clients: 4, streamsPerClient: 16 } as const;
 const h1 = { http1: true, clients: 64, streamsPerClient: 1 } as const;
+
+function runnerScope(method: string, protocol: string): CounterScope {
+  return { rpc: { service: "toolruntime.v1.RunnerService", method, protocol }, tool: noopToolName };
+}
 
 /** Every server-bound variant, baselines included. */
 export const wireVariants: readonly WireVariant[] = [
@@ -69,6 +86,7 @@ export const wireVariants: readonly WireVariant[] = [
     headers: grpcHeaders,
     body: requestBodies.grpcExecute,
     ...h2,
+    scope: runnerScope("ExecuteTool", "grpc"),
     check: async (baseUrl, load) => {
       await activateNoop(baseUrl, "grpc");
       return checkGrpcExecute(baseUrl, load);
@@ -94,6 +112,7 @@ export const wireVariants: readonly WireVariant[] = [
     headers: connectProtoHeaders,
     body: requestBodies.connectProtoExecute,
     ...h2,
+    scope: runnerScope("ExecuteTool", "connect"),
     check: async (baseUrl, load) => {
       await activateNoop(baseUrl, "connect-proto");
       return checkConnectExecute(baseUrl, "connect-proto", load);
@@ -119,6 +138,7 @@ export const wireVariants: readonly WireVariant[] = [
     headers: connectJsonHeaders,
     body: requestBodies.connectJsonExecute,
     ...h2,
+    scope: runnerScope("ExecuteTool", "connect"),
     check: async (baseUrl, load) => {
       await activateNoop(baseUrl, "connect-json");
       return checkConnectExecute(baseUrl, "connect-json", load);
@@ -133,6 +153,7 @@ export const wireVariants: readonly WireVariant[] = [
     headers: grpcHeaders,
     body: requestBodies.grpcRunTool,
     ...h2,
+    scope: runnerScope("RunTool", "grpc"),
     check: (baseUrl, load) => checkGrpcRunTool(baseUrl, load),
   },
   {
@@ -155,6 +176,7 @@ export const wireVariants: readonly WireVariant[] = [
     headers: mcpHeaders,
     body: requestBodies.mcpCallNoop,
     ...h1,
+    scope: { tool: noopToolName },
     check: (baseUrl, load) => checkMcpCall(`${baseUrl}/mcp`, load, "builtin.noop"),
   },
 ];

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { closeSync, openSync, readSync } from "node:fs";
 
 /** A server started by {@link startServerProcess}. */
 export interface ServerProcess {
   /** Process id: the server itself, not a shell. */
   readonly pid: number;
-  /** What the process has written to stdout so far. */
+  /** What the process has written to stdout so far (the first 64 KiB when it goes to a file). */
   readonly stdout: () => string;
   /** Sends SIGTERM, then SIGKILL if it has not exited after `graceMs`; resolves once it exited. */
   readonly stop: (graceMs?: number) => Promise<void>;
@@ -19,6 +20,27 @@ export interface StartOptions {
   readonly timeoutMs?: number;
   /** Working directory. Default: this process's. */
   readonly cwd?: string;
+  /** Environment. Default: this process's. */
+  readonly env?: NodeJS.ProcessEnv;
+  /**
+   * A file to send the process's stdout to (created or truncated), instead of a pipe read by this
+   * process: a server that logs every call then writes as it would to a log file, and the bench
+   * neither holds its log in memory nor spends CPU reading it.
+   */
+  readonly stdoutFile?: string;
+}
+
+const headBytes = 64 * 1024;
+
+function readHead(file: string): string {
+  const fd = openSync(file, "r");
+  try {
+    const buffer = Buffer.alloc(headBytes);
+    const read = readSync(fd, buffer, 0, headBytes, 0);
+    return buffer.subarray(0, read).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function describeExit(child: ChildProcess, stderr: string): string {
@@ -34,10 +56,18 @@ export async function startServerProcess(
   args: readonly string[],
   options: StartOptions,
 ): Promise<ServerProcess> {
-  const child = spawn(command, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
+  const file = options.stdoutFile;
+  const fd = file === undefined ? undefined : openSync(file, "w");
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", fd ?? "pipe", "pipe"] });
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  let piped = "";
   let stderr = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (piped += chunk));
+  const stdout = file === undefined ? () => piped : () => readHead(file);
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-20_000)));
   const exited = once(child, "exit");
   const stop = async (graceMs = 3000): Promise<void> => {
@@ -49,13 +79,14 @@ export async function startServerProcess(
   };
   const name = `${command} ${args.join(" ")}`;
   await new Promise<void>((resolve, reject) => {
+    let poll: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       cleanup();
       void stop(0);
       reject(new Error(`${name} was not ready within ${options.timeoutMs ?? 20_000} ms; stderr: ${stderr}`));
     }, options.timeoutMs ?? 20_000);
     const onData = (): void => {
-      if (!options.isReady(stdout)) return;
+      if (!options.isReady(stdout())) return;
       cleanup();
       resolve();
     };
@@ -65,14 +96,17 @@ export async function startServerProcess(
     };
     const cleanup = (): void => {
       clearTimeout(timer);
+      clearInterval(poll);
       child.stdout?.off("data", onData);
       child.off("exit", onExit);
     };
     child.stdout?.on("data", onData);
+    // A file gives no data events: look at it every 25 ms.
+    if (file !== undefined) poll = setInterval(onData, 25);
     child.once("exit", onExit);
   });
   if (child.pid === undefined) throw new Error(`${name} has no process id`);
-  return { pid: child.pid, stdout: () => stdout, stop };
+  return { pid: child.pid, stdout, stop };
 }
 
 /**

@@ -32,6 +32,11 @@ export interface H2loadResult {
   readonly failed: number;
   /** Responses with a status other than 2xx. */
   readonly non2xx: number;
+  /**
+   * Requests started but not done when the run's time was up: h2load abandons them (the server may
+   * still finish them, or count them as cancelled).
+   */
+  readonly cutOff: number;
   /** Latencies of the 2xx responses, from the per-request log, in milliseconds. */
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -62,6 +67,7 @@ export function parseH2loadSummary(output: string): Omit<H2loadResult, "p50Ms" |
     succeeded: Number(requests[4]),
     failed: Number(requests[5]) + Number(requests[6]) + Number(requests[7]),
     non2xx: Number(codes[2]) + Number(codes[3]) + Number(codes[4]),
+    cutOff: Number(requests[2]) - Number(requests[3]),
     summary,
   };
 }

@@ -57,7 +57,7 @@ export async function profileVariant(
       // Only the samples taken under load count: start-up (module loading) and the check do not.
       window = { fromMs: loadStartedAt - spawnedAt, toMs: performance.now() - spawnedAt };
     } finally {
-      await server.process.stop(10_000);
+      await server.stop(10_000);
     }
     const file = (await readdir(workDir)).find((name) => name.endsWith(".cpuprofile"));
     if (!file) throw new Error(`${variant.id}: the server wrote no CPU profile`);

@@ -2,16 +2,18 @@ import { Server, ServerCredentials, type ServiceDefinition, type sendUnaryData }
 import { announceReady, exitOnSignals, readServerArgs } from "./server-args.js";
 
 /**
- * The bare @grpc/grpc-js baseline: one unary method at the path of RunnerService.ExecuteTool that
- * answers every call with the same bytes (`--response-base64`, a real ExecuteToolResponse of the
- * no-op tool), with no decoding, no encoding and no service logic.
+ * The bare @grpc/grpc-js baseline: one unary method at `--path` (default RunnerService.ExecuteTool)
+ * that answers every call with the same bytes (`--response-base64`: a real response of the
+ * toolruntime to the same request, e.g. an ExecuteToolResponse of the no-op tool), with no decoding,
+ * no encoding and no service logic. The registration and admission cases point it at
+ * RegistryService.RegisterTool and ExecutionService.StartExecution.
  */
 async function main(): Promise<void> {
   const args = readServerArgs();
   const identity = (bytes: Buffer): Buffer => bytes;
   const definition: ServiceDefinition = {
     ExecuteTool: {
-      path: "/toolruntime.v1.RunnerService/ExecuteTool",
+      path: args.path,
       requestStream: false,
       responseStream: false,
       originalName: "executeTool",

@@ -2,6 +2,8 @@ import { parseArgs } from "node:util";
 
 /** Arguments every bench server takes: where to listen and the response body to answer with. */
 export interface BenchServerArgs {
+  /** The one unary method path the grpc-echo server answers (default RunnerService/ExecuteTool). */
+  readonly path: string;
   readonly host: string;
   /** 0 picks a free port. */
   readonly port: number;
@@ -9,17 +11,19 @@ export interface BenchServerArgs {
   readonly response: Buffer;
 }
 
-/** Reads `--host`, `--port` and `--response-base64` from the command line. */
+/** Reads `--host`, `--port`, `--path` and `--response-base64` from the command line. */
 export function readServerArgs(argv: readonly string[] = process.argv.slice(2)): BenchServerArgs {
   const { values } = parseArgs({
     args: [...argv],
     options: {
       host: { type: "string", default: "127.0.0.1" },
       port: { type: "string", default: "0" },
+      path: { type: "string", default: "/toolruntime.v1.RunnerService/ExecuteTool" },
       "response-base64": { type: "string", default: "" },
     },
   });
   return {
+    path: values.path,
     host: values.host,
     port: Number(values.port),
     response: Buffer.from(values["response-base64"], "base64"),

@@ -1,0 +1,149 @@
+import type { WindowCheck } from "../cases/server-counters.js";
+import type { MachineLoad } from "../lib/machine-load.js";
+import type { AdmissionResult } from "../wire/admission-burst.js";
+import type { RegistrationResult } from "../wire/registration.js";
+import { formatFigure } from "./format-number.js";
+import { table } from "./markdown-table.js";
+import type { RoundResults, WindowRecord } from "./round-results.js";
+
+const mb = (bytes: number): string => `${formatFigure(bytes / 1e6)} MB`;
+
+/** "verified", or "**failed**: why". */
+export function verdictOf(check: WindowCheck): string {
+  return check.verified ? "verified" : `**failed**: ${check.problems.join("; ")}`;
+}
+
+/** The server's counts of a window, e.g. "OK 2,512 · runs success 2,512"; "–" for a baseline. */
+export function serverCountsOf(check: WindowCheck): string {
+  if (!check.server) return "– (baseline: h2load's counts only)";
+  const describe = (counts: Readonly<Record<string, number>>): string =>
+    Object.entries(counts)
+      .map(([key, value]) => `${key} ${formatFigure(value)}`)
+      .join(", ");
+  const parts = [];
+  if (Object.keys(check.server.rpcByCode).length > 0) parts.push(`calls: ${describe(check.server.rpcByCode)}`);
+  if (Object.keys(check.server.runsByOutcome).length > 0) parts.push(`runs: ${describe(check.server.runsByOutcome)}`);
+  return parts.join(" · ") || "nothing counted";
+}
+
+/** The load cells of a window: machine busy %, other processes' cores, 1-minute load average. */
+export function loadCells(load: MachineLoad): string[] {
+  return [`${load.busyPct.toFixed(0)}%`, load.otherCores.toFixed(2), load.loadAvg1m.toFixed(2)];
+}
+
+function registrationSection(result: RegistrationResult, round: number): string {
+  return table(
+    ["round", "measure", "value"],
+    [
+      [
+        "tools in the registry at the end (registered by the case)",
+        `${formatFigure(result.tools)} (${formatFigure(result.registered)})`,
+      ],
+      ["request size (RegisterToolRequest)", `${formatFigure(result.requestBytes)} B`],
+      [
+        "registrations/s (timed chunks) · bare grpc-js server, same bytes",
+        `${formatFigure(result.registrationsPerSecond)} · ${formatFigure(result.baselinePerSecond)}`,
+      ],
+      [
+        "server CPU per registration · bare server's",
+        `${formatFigure(result.serverCpuMsPerRegistration)} ms · ${formatFigure(result.baselineCpuMsPerRegistration)} ms`,
+      ],
+      ["load generator (grpc-js, this process) cores", result.loadGeneratorCores.toFixed(2)],
+      [
+        "server RSS fresh · at the end · peak",
+        `${mb(result.rssFreshBytes)} · ${mb(result.rssBytes)} · ${mb(result.peakRssBytes)}`,
+      ],
+      [
+        "RSS per tool, second half · overall",
+        `${formatFigure(result.rssBytesPerTool)} B · ${formatFigure(result.rssBytesPerToolOverall)} B`,
+      ],
+      [`RSS at 100,000 tools${result.extrapolated ? " (estimated)" : ""}`, mb(result.rssAt100kBytes)],
+      [
+        "V8 heap used fresh · at the end (garbage included)",
+        `${mb(result.heapUsedFreshBytes)} · ${mb(result.heapUsedBytes)}`,
+      ],
+      ["server counts", serverCountsOf(result.check)],
+      ["success", verdictOf(result.check)],
+    ].map((cells) => [String(round), ...cells]),
+  );
+}
+
+function admissionRow(result: AdmissionResult, round: number): string[] {
+  return [
+    String(round),
+    formatFigure(result.admissionsPerSecond),
+    formatFigure(result.baselinePerSecond),
+    `${formatFigure(result.eventLoopP99Ms)} / ${formatFigure(result.eventLoopMaxMs)}`,
+    `${formatFigure(result.getToolIdleP99Ms)} → ${formatFigure(result.getToolBurstP99Ms)} (${result.getToolBurstCalls})`,
+    `${formatFigure(result.drainMs)} / ${formatFigure(result.idealDrainMs)}`,
+    result.loadGeneratorCores.toFixed(2),
+    `${formatFigure(result.listedSucceeded)} of ${formatFigure(result.runs)}`,
+    serverCountsOf(result.check),
+    verdictOf(result.check),
+  ];
+}
+
+/** The sections of the over-the-wire cases (7, 8), when they ran. */
+export function wireSections(rounds: readonly RoundResults[]): string[] {
+  const parts: string[] = [];
+  for (const round of rounds) {
+    if (!round.registration) continue;
+    parts.push(
+      "## Case 7: registrations over gRPC (grpc-js client, 64 in flight)",
+      "",
+      "Chunks of 500 distinct tools go alternately to the toolruntime and to a bare grpc-js server answering the same bytes with a real RegisterToolResponse; the first chunk warms up and is not timed. Server RSS from /proc (no forced collection: what an operator sees).",
+      "",
+      registrationSection(round.registration, round.round),
+      "",
+    );
+  }
+  const admissions = rounds.flatMap((round) => (round.admission ? [admissionRow(round.admission, round.round)] : []));
+  if (admissions.length > 0) {
+    parts.push(
+      "## Case 8: admission burst over gRPC (grpc-js client, 8 connections × 64 in flight)",
+      "",
+      "Event-loop delay from the server's own /metrics (prom-client's gauges, reset by the scrape just before the burst, read just after it). GetTool is timed one call at a time by a separate process, in the second before the burst and during it. Every run must end SUCCEEDED: the server's counters and ListExecutions are both checked.",
+      "",
+      table(
+        [
+          "round",
+          "admissions/s",
+          "bare grpc-js, same bytes",
+          "event-loop p99 / max ms",
+          "GetTool p99 ms before → during (calls)",
+          "all ended ms / ideal",
+          "client cores",
+          "listed SUCCEEDED",
+          "server counts",
+          "success",
+        ],
+        admissions,
+      ),
+      "",
+    );
+  }
+  return parts;
+}
+
+/** Every measured window in the order run, with its verification and the machine's load. */
+export function windowsSection(windows: readonly WindowRecord[]): string[] {
+  if (windows.length === 0) return [];
+  return [
+    "## Every window: success and machine load",
+    "",
+    "Machine busy % is all CPUs' busy share during the window (/proc/stat). Other cores are the busy cores not accounted for by the processes the bench measures in that window (the server under test, h2load or the grpc-js client, the GetTool prober, the registration baseline): other engineers' work, the kernel, the bench's own bookkeeping. Load is /proc/loadavg's 1-minute figure at the window's end.",
+    "",
+    table(
+      ["round", "window", "figure", "server counts", "success", "machine busy", "other cores", "load 1m"],
+      windows.map((w) => [
+        String(w.round),
+        w.name,
+        w.figure,
+        serverCountsOf(w.check),
+        verdictOf(w.check),
+        ...loadCells(w.machine),
+      ]),
+    ),
+    "",
+  ];
+}

@@ -1,0 +1,108 @@
+import type { BenchOptions } from "../options.js";
+import { thousands } from "./inproc-ratio-definitions.js";
+import type { RatioDefinition } from "./ratio-definitions.js";
+
+const mb = (bytes: number): number => bytes / 1e6;
+/** The event-loop delay target of the admission burst, in milliseconds: the baseline of its row. */
+const eventLoopTargetMs = 50;
+
+/** The ratios of the over-the-wire cases (7 registrations, 8 admission burst) for these options. */
+export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
+  const tools = thousands(options.wireRegistryTools);
+  const estimated = options.wireRegistryTools === 100_000 ? "" : `, estimated from ${tools}`;
+  return [
+    {
+      caseNumber: 7,
+      measure: `RegisterTool over gRPC, distinct ~1 KiB schemas, 64 in flight (${tools} tools): registrations/s ÷ a bare grpc-js server answering the same bytes`,
+      unit: "regs/s",
+      better: "higher",
+      target: { op: ">=", value: 5000, on: "ours" },
+      headline:
+        "registrations/s over gRPC, distinct 1 KiB schemas (baseline: bare grpc-js server taking the same RegisterTool bytes)",
+      pick: (r) =>
+        r.registration && {
+          ours: r.registration.registrationsPerSecond,
+          baseline: r.registration.baselinePerSecond,
+          verified: r.registration.check.verified,
+        },
+    },
+    {
+      caseNumber: 7,
+      measure: "RegisterTool: server CPU per registration ÷ the bare grpc-js server's",
+      unit: "ms",
+      better: "lower",
+      pick: (r) =>
+        r.registration && {
+          ours: r.registration.serverCpuMsPerRegistration,
+          baseline: r.registration.baselineCpuMsPerRegistration,
+          verified: r.registration.check.verified,
+        },
+    },
+    {
+      caseNumber: 7,
+      measure: `server RSS at 100,000 registered tools${estimated} ÷ the fresh server's RSS`,
+      unit: "MB",
+      better: "lower",
+      target: { op: "<=", value: 300, on: "ours" },
+      headline: `RSS at 100,000 registered tools${estimated} (baseline: the fresh server)`,
+      pick: (r) =>
+        r.registration && {
+          ours: mb(r.registration.rssAt100kBytes),
+          baseline: mb(r.registration.rssFreshBytes),
+          verified: r.registration.check.verified,
+        },
+    },
+    {
+      caseNumber: 8,
+      measure: `burst of ${thousands(options.burstRuns)} StartExecution of builtin.sleep over gRPC, 512 in flight: admissions/s ÷ a bare grpc-js server answering the same bytes`,
+      unit: "runs/s",
+      better: "higher",
+      target: { op: ">=", value: 10_000, on: "ours" },
+      headline: `${thousands(options.burstRuns)}-run burst (StartExecution over gRPC): admissions/s (baseline: bare grpc-js server taking the same bytes)`,
+      pick: (r) =>
+        r.admission && {
+          ours: r.admission.admissionsPerSecond,
+          baseline: r.admission.baselinePerSecond,
+          verified: r.admission.check.verified,
+        },
+    },
+    {
+      caseNumber: 8,
+      measure: `the burst: server event-loop delay p99 (its /metrics) ÷ the ${eventLoopTargetMs} ms target`,
+      unit: "ms",
+      better: "lower",
+      target: { op: "<", value: eventLoopTargetMs, on: "ours" },
+      headline: `${thousands(options.burstRuns)}-run burst: server event-loop delay p99 (baseline: the target)`,
+      pick: (r) =>
+        r.admission && {
+          ours: r.admission.eventLoopP99Ms,
+          baseline: eventLoopTargetMs,
+          verified: r.admission.check.verified,
+        },
+    },
+    {
+      caseNumber: 8,
+      measure: "the burst: GetTool p99 from another process ÷ the same in the second before it",
+      unit: "ms",
+      better: "lower",
+      pick: (r) =>
+        r.admission && {
+          ours: r.admission.getToolBurstP99Ms,
+          baseline: r.admission.getToolIdleP99Ms,
+          verified: r.admission.check.verified,
+        },
+    },
+    {
+      caseNumber: 8,
+      measure: `the burst: time until every run ended ÷ runs × ${options.burstSleepMs} ms ÷ the server's max concurrent runs`,
+      unit: "ms",
+      better: "lower",
+      pick: (r) =>
+        r.admission && {
+          ours: r.admission.drainMs,
+          baseline: r.admission.idealDrainMs,
+          verified: r.admission.check.verified,
+        },
+    },
+  ];
+}

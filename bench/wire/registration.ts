@@ -1,0 +1,222 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { RegisterToolRequestSchema, RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
+import { launchServer, type LaunchedServer } from "../cases/launch-server.js";
+import {
+  checkWindow,
+  countsBetween,
+  readSettledCounters,
+  type CounterScope,
+  type WindowCheck,
+} from "../cases/server-counters.js";
+import { shuffledIndices, toolSpecFor } from "../inproc/tool-specs.js";
+import { openBytesClients, pathOf, sendAll, type BytesClients, type FailedCall } from "../lib/grpc-bytes-client.js";
+import { openLoadWindow, type MachineLoad } from "../lib/machine-load.js";
+import { scrapeMetrics, valueOf } from "../lib/metrics-text.js";
+import { readProcessCpuMs } from "../lib/proc-cpu.js";
+import { readProcessMemory } from "../lib/proc-memory.js";
+
+/** What the registration case (7) measured: RegisterTool over gRPC and the server's memory. */
+export interface RegistrationResult {
+  /** Tools in the default registry at the end (the built-in ones included). */
+  readonly tools: number;
+  /** Tools this case registered: `tools` less the built-in ones. */
+  readonly registered: number;
+  /** Registrations in the timed chunks (the first chunk warms up and is not timed). */
+  readonly timed: number;
+  readonly connections: number;
+  readonly inFlightPerConnection: number;
+  /** Mean size of one RegisterToolRequest, in bytes. */
+  readonly requestBytes: number;
+  readonly registrationsPerSecond: number;
+  /** Baseline: a bare grpc-js server answering the same bytes from the same client, interleaved by chunk. */
+  readonly baselinePerSecond: number;
+  readonly serverCpuMsPerRegistration: number;
+  readonly baselineCpuMsPerRegistration: number;
+  /** The load generator's (this process's) CPU time over the timed wall time: 1 is one core. */
+  readonly loadGeneratorCores: number;
+  /** Server RSS when it served, before any registration. */
+  readonly rssFreshBytes: number;
+  /** Server RSS after the last registration, and its peak so far (VmHWM). */
+  readonly rssBytes: number;
+  readonly peakRssBytes: number;
+  /**
+   * RSS growth per tool over the second half of the registrations ((RSS at the end − RSS halfway) ÷
+   * tools registered in between), which leaves out what the first calls cost once (code compiled,
+   * pools and caches filled).
+   */
+  readonly rssBytesPerTool: number;
+  /** (RSS at the end − fresh RSS) ÷ tools registered: the start-up costs included. */
+  readonly rssBytesPerToolOverall: number;
+  /**
+   * RSS with 100,000 tools in the registry: measured when `tools` is 100,000, else estimated as RSS
+   * at the end + {@link rssBytesPerTool} × the tools missing.
+   */
+  readonly rssAt100kBytes: number;
+  readonly extrapolated: boolean;
+  /** V8 heap in use (garbage included) when fresh and at the end, from the server's metrics. */
+  readonly heapUsedFreshBytes: number;
+  readonly heapUsedBytes: number;
+  /** The timed window against the server's counters; the final tool count is checked too. */
+  readonly check: WindowCheck;
+  readonly machine: MachineLoad;
+}
+
+/** Options of {@link measureRegistration}. */
+export interface RegistrationOptions {
+  /** Tools in the default registry at the end, built-in ones included (its limit is 100,000). */
+  readonly tools: number;
+  /** Order of the subject and the baseline in the first timed chunk (then they alternate). */
+  readonly baselineFirst: boolean;
+}
+
+const chunkSize = 500;
+const connections = 4;
+const inFlightPerConnection = 16;
+const registerPath = pathOf(RegistryService.method.registerTool);
+const scope: CounterScope = {
+  rpc: { service: "toolruntime.v1.RegistryService", method: "RegisterTool", protocol: "grpc" },
+};
+
+function encodeChunk(indices: readonly number[]): Buffer[] {
+  return indices.map((index) =>
+    Buffer.from(toBinary(RegisterToolRequestSchema, create(RegisterToolRequestSchema, { spec: toolSpecFor(index) }))),
+  );
+}
+
+function hostPort(url: string | undefined): string {
+  if (!url) throw new Error("the server has no gRPC port");
+  return url.replace(/^http:\/\//, "");
+}
+
+function failures(what: string, failed: readonly FailedCall[]): string[] {
+  const first = failed[0];
+  return first ? [`${what}: ${failed.length} calls failed, e.g. code ${first.code}: ${first.details}`] : [];
+}
+
+/**
+ * Registers tools over gRPC on a fresh toolruntime (default configuration) until its default
+ * registry holds `tools`, each with a ~1 KiB input schema unlike any other, in a shuffled order,
+ * 64 calls in flight (4 connections × 16). The same chunks of request bytes go, chunk by chunk and
+ * alternately, to a bare grpc-js server that answers each with a real RegisterToolResponse: the
+ * baseline, what the client and the transport alone can do. Success is checked on the server's
+ * counters (RegisterTool calls by code) and its final tool count; memory from /proc.
+ */
+export async function measureRegistration(options: RegistrationOptions): Promise<RegistrationResult> {
+  const server = await launchServer("toolruntime");
+  let baseline: LaunchedServer | undefined;
+  let ours: BytesClients | undefined;
+  let theirs: BytesClients | undefined;
+  try {
+    const httpUrl = server.httpUrl as string;
+    const fresh = await scrapeMetrics(httpUrl);
+    const builtins = valueOf(fresh, "toolruntime_registry_tools", { registry: "default" });
+    const rssFresh = readProcessMemory(server.process.pid);
+    if (!Number.isFinite(builtins) || !rssFresh)
+      throw new Error("registration: the server's metrics or memory are unreadable");
+    const registered = options.tools - builtins;
+    const order = shuffledIndices(registered);
+    const chunks: number[][] = [];
+    for (let start = 0; start < registered; start += chunkSize) chunks.push(order.slice(start, start + chunkSize));
+    ours = await openBytesClients(hostPort(server.grpcUrl), connections);
+    const warmupBodies = encodeChunk(chunks[0] ?? []);
+    const warmup = await sendAll(ours, registerPath, warmupBodies, inFlightPerConnection);
+    const sample = warmup.responses.find((response) => response !== undefined);
+    if (!sample)
+      throw new Error(`registration: no warm-up call succeeded: ${failures("warm-up", warmup.failed).join("")}`);
+    baseline = await launchServer("grpc-echo", { echoPath: registerPath, echoResponse: sample });
+    theirs = await openBytesClients(hostPort(baseline.grpcUrl), connections);
+    const baselineWarmup = await sendAll(theirs, registerPath, warmupBodies, inFlightPerConnection);
+
+    const before = await readSettledCounters(httpUrl, scope);
+    const window = openLoadWindow();
+    const baselineCpuStart = readProcessCpuMs(baseline.process.pid) ?? Number.NaN;
+    const clientCpuStart = process.cpuUsage();
+    const totals = { oursMs: 0, theirsMs: 0, oursCpuMs: 0, timed: 0, bytes: 0, wallStart: performance.now() };
+    const failed: FailedCall[] = [];
+    const halfway = Math.floor(chunks.length / 2);
+    let rssHalfway = rssFresh.rssBytes;
+    let registeredHalfway = 0;
+    const baselineFailed: FailedCall[] = [...baselineWarmup.failed];
+    for (const [position, indices] of chunks.slice(1).entries()) {
+      const bodies = encodeChunk(indices);
+      totals.bytes += bodies.reduce((sum, body) => sum + body.length, 0);
+      const runOurs = async (): Promise<void> => {
+        const cpuBefore = readProcessCpuMs(server.process.pid) ?? Number.NaN;
+        const sent = await sendAll(ours as BytesClients, registerPath, bodies, inFlightPerConnection);
+        totals.oursCpuMs += (readProcessCpuMs(server.process.pid) ?? Number.NaN) - cpuBefore;
+        totals.oursMs += sent.elapsedMs;
+        failed.push(...sent.failed);
+      };
+      const runTheirs = async (): Promise<void> => {
+        const sent = await sendAll(theirs as BytesClients, registerPath, bodies, inFlightPerConnection);
+        totals.theirsMs += sent.elapsedMs;
+        baselineFailed.push(...sent.failed);
+      };
+      if ((position % 2 === 0) === options.baselineFirst) {
+        await runTheirs();
+        await runOurs();
+      } else {
+        await runOurs();
+        await runTheirs();
+      }
+      totals.timed += bodies.length;
+      if (position + 1 === halfway) {
+        rssHalfway = readProcessMemory(server.process.pid)?.rssBytes ?? Number.NaN;
+        registeredHalfway = warmupBodies.length + totals.timed;
+      }
+    }
+    const wallMs = performance.now() - totals.wallStart;
+    const clientCpu = process.cpuUsage(clientCpuStart);
+    const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
+    const baselineCpuMs = (readProcessCpuMs(baseline.process.pid) ?? Number.NaN) - baselineCpuStart;
+    const machine = window.close(totals.oursCpuMs + baselineCpuMs + clientCpuMs);
+    const memory = readProcessMemory(server.process.pid);
+    const after = await readSettledCounters(httpUrl, scope);
+    const final = await scrapeMetrics(httpUrl);
+    const finalTools = valueOf(final, "toolruntime_registry_tools", { registry: "default" });
+    if (!memory) throw new Error("registration: the server died");
+
+    const counted = checkWindow(
+      scope,
+      { claimedOk: totals.timed - failed.length, cutOff: 0, generatorErrors: failed.length },
+      countsBetween(before, after),
+    );
+    const problems = [
+      ...counted.problems,
+      ...failures("warm-up", warmup.failed),
+      ...failures("baseline", baselineFailed),
+      ...(finalTools === options.tools ? [] : [`the registry holds ${finalTools} tools, not ${options.tools}`]),
+    ];
+    const rssBytesPerTool = (memory.rssBytes - rssHalfway) / (registered - registeredHalfway);
+    const extrapolated = options.tools !== 100_000;
+    return {
+      tools: options.tools,
+      registered,
+      timed: totals.timed,
+      connections,
+      inFlightPerConnection,
+      requestBytes: totals.bytes / Math.max(1, totals.timed),
+      registrationsPerSecond: totals.timed / (totals.oursMs / 1000),
+      baselinePerSecond: totals.timed / (totals.theirsMs / 1000),
+      serverCpuMsPerRegistration: totals.oursCpuMs / totals.timed,
+      baselineCpuMsPerRegistration: baselineCpuMs / totals.timed,
+      loadGeneratorCores: clientCpuMs / wallMs,
+      rssFreshBytes: rssFresh.rssBytes,
+      rssBytes: memory.rssBytes,
+      peakRssBytes: memory.peakRssBytes,
+      rssBytesPerTool,
+      rssBytesPerToolOverall: (memory.rssBytes - rssFresh.rssBytes) / registered,
+      rssAt100kBytes: extrapolated ? memory.rssBytes + rssBytesPerTool * (100_000 - options.tools) : memory.rssBytes,
+      extrapolated,
+      heapUsedFreshBytes: valueOf(fresh, "nodejs_heap_size_used_bytes"),
+      heapUsedBytes: valueOf(final, "nodejs_heap_size_used_bytes"),
+      check: { ...counted, verified: problems.length === 0, problems },
+      machine,
+    };
+  } finally {
+    ours?.close();
+    theirs?.close();
+    await baseline?.stop();
+    await server.stop();
+  }
+}
