@@ -400,7 +400,7 @@ const options: readonly OptionSpec[] = [
     flag: "audit-log",
     kind: "string",
     fallback: undefined,
-    text: "file to append audit records of executions to; default: the main log",
+    text: "file to append audit records of executions to (who ran which tool, inputs digest, outcome); default: none",
   },
   {
     key: "otlpEndpoint",

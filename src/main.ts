@@ -5,6 +5,25 @@ import { startServer } from "./server/tool-runtime-server.js";
 import { builtinTools } from "./tools/builtin-tools.js";
 import type { DefinedTool } from "./tools/define-tool.js";
 
+/** Most time a log line waits in the buffer, in ms. */
+const logFlushIntervalMs = 200;
+
+/**
+ * A log destination that writes asynchronously and in batches (4 KiB, or every
+ * {@link logFlushIntervalMs}), instead of one blocking write per line. pino flushes what is
+ * buffered when the process exits.
+ */
+function batchedDestination(options: { dest: number | string; append?: boolean; mkdir?: boolean }) {
+  const destination = pino.destination({ ...options, sync: false, minLength: 4096 });
+  // A file destination opens asynchronously: there is nothing to flush (and flush throws) before.
+  destination.once("ready", () => {
+    const timer = setInterval(() => destination.flush(), logFlushIntervalMs);
+    timer.unref();
+    destination.once("close", () => clearInterval(timer));
+  });
+  return destination;
+}
+
 async function main(): Promise<void> {
   let config: ServerConfig;
   try {
@@ -17,13 +36,11 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  // Log lines are written asynchronously: a burst of calls shares a write instead of blocking the
-  // event loop for one write per line. pino flushes what is buffered when the process exits.
-  const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
+  const logger = pino({ level: config.logLevel }, batchedDestination({ dest: 1 }));
   const auditLogger =
     config.auditLog === undefined
       ? undefined
-      : pino(pino.destination({ dest: config.auditLog, append: true, mkdir: true, sync: false }));
+      : pino(batchedDestination({ dest: config.auditLog, append: true, mkdir: true }));
   const tools: DefinedTool[] = config.builtinTools ? [...builtinTools] : [];
   for (const modulePath of config.toolModules) tools.push(...(await loadToolModule(modulePath)));
 

@@ -79,7 +79,7 @@ export interface ServerOptions extends OpenToolRuntimeOptions {
   } & Partial<McpImportOptions>;
   /** Logger. Default: pino at "info" on stdout. */
   readonly logger?: Logger;
-  /** Logger for audit records of executions. Default: the main logger. */
+  /** Logger for audit records of executions. Default: none (no audit records, nothing hashed). */
   readonly auditLogger?: Logger;
   /** Put input values in run log lines. Default false. */
   readonly logInputs?: boolean;
@@ -150,7 +150,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       observers: [
         metrics.runObserver,
         tracing.runObserver,
-        createRunLogger(logger, { logInputs: options.logInputs ?? false, audit: options.auditLogger ?? logger }),
+        createRunLogger(logger, { logInputs: options.logInputs ?? false, audit: options.auditLogger }),
         ...(options.runners?.observers ?? []),
       ],
     },

@@ -6,12 +6,18 @@ import { callerOf } from "../server/call-context.js";
 import type { CallObserver } from "../server/call-pipeline.js";
 import { codeName } from "./metrics.js";
 
-/** One log line per call: service, method, protocol, caller, code and duration. */
+/**
+ * One log line per call: service, method, protocol, caller, code and duration. A call that ended
+ * OK is logged at `debug`, any other at `info`: at the default level a busy server writes a line
+ * for what went wrong, not for each of thousands of calls a second that went right.
+ */
 export function createCallLogger(logger: Logger): CallObserver {
   return (method, context) => {
-    const started = performance.now();
     if (!logger.isLevelEnabled("info")) return () => undefined;
+    const started = performance.now();
     return (code) => {
+      const ok = code === 0;
+      if (ok && !logger.isLevelEnabled("debug")) return;
       const fields = {
         rpc: `${method.parent.typeName}/${method.name}`,
         protocol: context.protocolName,
@@ -19,7 +25,8 @@ export function createCallLogger(logger: Logger): CallObserver {
         code: codeName(code),
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       };
-      logger.info(fields, "call");
+      if (ok) logger.debug(fields, "call");
+      else logger.info(fields, "call");
     };
   };
 }
@@ -28,51 +35,48 @@ export function createCallLogger(logger: Logger): CallObserver {
 export interface RunLoggerOptions {
   /** Log input values too. Default false: inputs may hold secrets. */
   readonly logInputs?: boolean;
-  /** Where audit records go; none when absent. */
+  /** Where audit records go; none when absent (the default: nothing is hashed). */
   readonly audit?: Logger | undefined;
 }
 
 /**
- * One log line per run (tool, runner, caller, outcome, duration; inputs only when asked), and an
- * audit record per run: who ran which tool with which inputs (as a SHA-256 digest), whether the
- * tool writes, and the outcome. When the audit records go to the main log (the default), they are
- * the run line's own fields (`audit: "execution"`) rather than a second line: one line per run.
+ * One log line per run (tool, runner, caller, outcome, duration; inputs only when asked): at
+ * `debug` for a run that succeeded, at `info` for one that did not (as for calls). And, when an
+ * audit log is given, an audit record per run: who ran which tool with which inputs (as a SHA-256
+ * digest), whether the tool writes, and the outcome. Without one nothing is hashed.
  */
 export function createRunLogger(logger: Logger, options: RunLoggerOptions = {}): RunObserver {
   const audit = options.audit;
-  const merged = audit === logger;
   return {
     onRunEnd(info, result) {
       const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
       // Skip building records nobody will write (hashing the inputs is not free).
-      const logging = logger.isLevelEnabled("info");
-      const auditing = audit?.isLevelEnabled("info") ?? false;
-      const auditFields = auditing
-        ? {
+      if (logger.isLevelEnabled(result.success ? "debug" : "info")) {
+        const fields = {
+          executionId: info.executionId,
+          tool: info.spec.name,
+          runner: info.runnerName,
+          caller: info.caller,
+          outcome,
+          durationMs: Math.round(result.durationMs * 1000) / 1000,
+          ...(options.logInputs ? { inputs: info.inputs } : {}),
+        };
+        if (result.success) logger.debug(fields, "run");
+        else logger.info(fields, "run");
+      }
+      if (audit?.isLevelEnabled("info"))
+        audit.info(
+          {
             audit: "execution",
+            executionId: info.executionId,
+            caller: info.caller,
+            tool: info.spec.name,
             inputsSha256: digestOf(info.inputs),
             writes: info.spec.capabilities?.writes ?? false,
             approval: info.spec.capabilities?.humanApprovalRequired ? "required" : "not_required",
-            traceParent: info.traceParent,
-          }
-        : undefined;
-      if (logging)
-        logger.info(
-          {
-            executionId: info.executionId,
-            tool: info.spec.name,
-            runner: info.runnerName,
-            caller: info.caller,
             outcome,
-            durationMs: Math.round(result.durationMs * 1000) / 1000,
-            ...(options.logInputs ? { inputs: info.inputs } : {}),
-            ...(merged ? auditFields : {}),
+            traceParent: info.traceParent,
           },
-          "run",
-        );
-      if (auditFields && !(merged && logging))
-        audit?.info(
-          { ...auditFields, executionId: info.executionId, caller: info.caller, tool: info.spec.name, outcome },
           "execution",
         );
     },

@@ -41,7 +41,7 @@ function capturingLogger() {
       done();
     },
   });
-  return { logger: pino({ level: "info" }, stream), lines };
+  return { logger: pino({ level: "debug" }, stream), lines };
 }
 
 describe("Operations: health, reflection, metrics, traces, logs, connection limits", () => {

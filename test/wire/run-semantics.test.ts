@@ -37,7 +37,7 @@ function callLog(): { logger: pino.Logger; ended: EventEmitter } {
       done();
     },
   });
-  return { logger: pino({ level: "info" }, stream), ended };
+  return { logger: pino({ level: "debug" }, stream), ended };
 }
 
 /** A checkpointable tool whose rollback waits until the test lets it go. */
