@@ -1,3 +1,4 @@
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from "@modelcontextprotocol/client";
 import { expect } from "chai";
 import { createHash } from "node:crypto";
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
@@ -163,6 +164,75 @@ describe("MCP gateway approvals through MCP (--allow-self-approval)", () => {
       });
     });
   }
+
+  describe("a 2026-07-28 retry", () => {
+    /** A v2 client pinned to 2026-07-28 that hands input_required results back instead of answering them. */
+    async function manualClient(who: string): Promise<V2Client> {
+      const client = new V2Client(
+        { name: "manual", version: "1.0.0" },
+        {
+          versionNegotiation: { mode: { pin: "2026-07-28" } },
+          capabilities: { elicitation: { form: {} } },
+          inputRequired: { autoFulfill: false },
+        },
+      );
+      const transport = new V2Transport(new URL(`${server.httpUrl}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${tokenOf(who)}` } },
+      });
+      await client.connect(transport);
+      return client;
+    }
+    const call = async (client: V2Client, params: Record<string, unknown>): Promise<Record<string, unknown>> =>
+      await client.request(
+        { method: "tools/call", params: { name: "test.approval", ...params } },
+        { allowInputRequired: true },
+      );
+    const failure = async (promise: Promise<unknown>): Promise<{ code: number; data?: { code?: string } }> => {
+      try {
+        await promise;
+      } catch (error) {
+        return error as { code: number; data?: { code?: string } };
+      }
+      throw new Error("the retry should have been refused");
+    };
+
+    it("asks with input_required, and is held to the run its requestState names: owner, tool and inputs", async () => {
+      const alice = await manualClient("alice");
+      const carol = await manualClient("carol");
+      try {
+        const asked = await call(alice, { arguments: { n: 1 } });
+        expect(asked["resultType"]).to.equal("input_required");
+        const executionId = (asked["_meta"] as Record<string, string>)["io.toolruntime/execution_id"] ?? "";
+        const question = (asked["inputRequests"] as Record<string, { method: string; params: ElicitationAsked }>)[
+          "approval"
+        ];
+        expect(question?.method).to.equal("elicitation/create");
+        expect(namedRun(question?.params as ElicitationAsked).executionId).to.equal(executionId);
+        const requestState = asked["requestState"] as string;
+        const approve = { approval: { action: "accept", content: { decision: "approve" } } };
+
+        const byAnother = await failure(call(carol, { arguments: { n: 1 }, inputResponses: approve, requestState }));
+        expect(byAnother.code).to.equal(-32000);
+        expect(byAnother.data?.code).to.equal("permission_denied");
+        const otherInputs = await failure(call(alice, { arguments: { n: 2 }, inputResponses: approve, requestState }));
+        expect(otherInputs.code).to.equal(-32602);
+        expect(otherInputs.data?.code).to.equal("invalid_argument");
+        const forged = await failure(
+          call(alice, { arguments: { n: 1 }, inputResponses: approve, requestState: "bm90IG1pbmU" }),
+        );
+        expect(forged.data?.code).to.equal("invalid_argument");
+        const waiting = await grpc.executions.getExecution({ executionId }, as("alice"));
+        expect(waiting.execution?.state).to.equal(ExecutionState.AWAITING_APPROVAL);
+
+        const result = await call(alice, { arguments: { n: 1 }, inputResponses: approve, requestState });
+        expect(result["structuredContent"]).to.deep.equal({ done: true });
+        const { execution } = await grpc.executions.getExecution({ executionId }, as("alice"));
+        expect(execution?.approval).to.deep.include({ approved: true, decidedBy: "alice" });
+      } finally {
+        await Promise.all([alice.close(), carol.close()]);
+      }
+    });
+  });
 
   describe("a 2025-era answer in a POST of its own", () => {
     const post = (who: string | undefined, body: unknown) =>

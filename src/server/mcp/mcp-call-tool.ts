@@ -19,8 +19,9 @@ import type { McpToolCall } from "./mcp-tool-call.js";
  * and the run goes through the execution manager like a RunTool (admission, approval, idempotency,
  * timeouts, retries, audit). When the request has a progress token, the run's progress, queueing,
  * approval and retries become progress notifications, numbered by event sequence. A cancelled or
- * dropped request cancels the run it started. When the run awaits approval, the caller may approve
- * its own run and the client can be asked (`call.approval`), the client is asked (see followMcpRun).
+ * dropped request cancels the run it started. When the run awaits approval, its caller may approve
+ * it (the self-approval rule) and the client can be asked (`call.approval`), the client is asked
+ * (see followMcpRun).
  * Throws (before the run starts) what the manager throws: INVALID_ARGUMENT, NOT_FOUND,
  * PERMISSION_DENIED, FAILED_PRECONDITION, RESOURCE_EXHAUSTED.
  */
@@ -33,7 +34,8 @@ export async function callMcpTool(
   ensure(checkToolName(name));
   if (runtime.stores.tools.shared) await runtime.stores.tools.view("");
   ensureAllowed(call.caller, "execute", name);
-  if (runners.registry.get(name)?.spec.capabilities?.unsafe) ensureAllowed(call.caller, "execute_unsafe", name);
+  const capabilities = runners.registry.get(name)?.spec.capabilities;
+  if (capabilities?.unsafe) ensureAllowed(call.caller, "execute_unsafe", name);
   if (call.retry) return await resumeMcpCall(runtime, call, call.retry);
   const meta = call.meta ?? {};
   const { record, deduplicated } = await executions.startRun({
@@ -49,7 +51,9 @@ export async function callMcpTool(
     caller: call.caller.name,
   });
   const ask =
-    call.approval !== undefined && mayApproveOwnRun(call.caller, record, call.allowSelfApproval)
+    call.approval !== undefined &&
+    capabilities?.humanApprovalRequired === true &&
+    mayApproveOwnRun(call.caller, record, call.allowSelfApproval)
       ? call.approval
       : undefined;
   return await followMcpRun(runtime, record, call, { owned: !deduplicated, afterSequence: 0, ask });
