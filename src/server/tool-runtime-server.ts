@@ -227,6 +227,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     pageSize: options.mcp?.pageSize ?? 100,
     maxBodyBytes: connection.maxMessageBytes,
     version: serverVersion,
+    allowSelfApproval: options.allowSelfApproval ?? false,
+    observe: metrics.mcpObserver,
   });
 
   let grpcPort: number;

@@ -14,7 +14,19 @@ export interface ServerMetrics {
   readonly runObserver: RunObserver;
   /** Runs as wholes: counted once each by outcome, including those that never reached a handler. */
   readonly executionObserver: ExecutionObserver;
+  /** Counts and times the requests to the MCP gateway. */
+  readonly mcpObserver: McpRequestObserver;
 }
+
+/**
+ * Observes one request to the MCP gateway: call it when the request arrives, and the function it
+ * returns once when the request ends, with the MCP method it carried (from a bounded set of
+ * names: the client chooses the method) and the status code its outcome maps to (0 for OK).
+ */
+export type McpRequestObserver = () => (method: string, code: number) => void;
+
+/** The service label of MCP requests in the RPC metrics (their protocol label is "mcp" too). */
+export const mcpServiceLabel = "mcp";
 
 const durationBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
@@ -28,6 +40,8 @@ export function codeName(code: number): string {
 /**
  * Creates the metrics (all prefixed `toolruntime_`, plus the Node process defaults):
  * - `rpc_requests_total{service,method,protocol,code}` and `rpc_duration_seconds{service,method,protocol}`;
+ *   requests to the MCP gateway count there too, as service "mcp", protocol "mcp" and the MCP
+ *   method (see {@link McpRequestObserver});
  * - `executions_total{tool,outcome}`: every run once, at its end (outcome: "success" or the error
  *   type, QueueTimeoutError and ApprovalRejectedError included);
  * - `execution_duration_seconds{tool}` and `executions_in_flight`: handler attempts;
@@ -95,6 +109,14 @@ export function createServerMetrics(
       const stop = rpcDuration.startTimer(labels);
       return (code) => {
         stop();
+        requests.inc({ ...labels, code: codeName(code) });
+      };
+    },
+    mcpObserver: () => {
+      const stop = rpcDuration.startTimer();
+      return (method, code) => {
+        const labels = { service: mcpServiceLabel, method, protocol: mcpServiceLabel };
+        stop(labels);
         requests.inc({ ...labels, code: codeName(code) });
       };
     },

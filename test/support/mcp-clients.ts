@@ -1,6 +1,7 @@
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from "@modelcontextprotocol/client";
 import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as V1Transport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema as V1ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 /** The MCP client lines every gateway test runs with. */
 export const mcpClientLines = ["v2 default", "v2 pinned 2026-07-28", "v1 sdk"] as const;
@@ -39,6 +40,26 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** A form-mode elicitation as a client receives it (the fields the tests read). */
+export interface ElicitationAsked {
+  readonly message: string;
+  readonly requestedSchema?: Record<string, unknown> | undefined;
+}
+
+/** A client's answer to an elicitation. */
+export interface ElicitationAnswer {
+  readonly action: "accept" | "decline" | "cancel";
+  readonly content?: Record<string, string | number | boolean>;
+}
+
+/** Options of {@link connectMcpClient}. */
+export interface ConnectOptions {
+  /** `authorization: Bearer` token. */
+  readonly token?: string;
+  /** Declares form elicitation and answers each elicitation with this. */
+  readonly onElicit?: (asked: ElicitationAsked) => Promise<ElicitationAnswer>;
+}
+
 /** One connected client of either SDK line, behind one shape. */
 export interface McpTestClient {
   readonly line: McpClientLine;
@@ -55,10 +76,19 @@ export interface McpTestClient {
 }
 
 /**
- * Connects a client of `line` to `url`. `token` goes in `authorization: Bearer`. The fetch each
- * transport uses is wrapped to see when the notification stream opens, so tests order on it.
+ * Connects a client of `line` to `url`. `token` (a string, or `options.token`) goes in
+ * `authorization: Bearer`; with `options.onElicit` the client declares form elicitation and
+ * answers with it. The fetch each transport uses is wrapped to see when the notification stream
+ * opens, so tests order on it.
  */
-export async function connectMcpClient(line: McpClientLine, url: URL, token?: string): Promise<McpTestClient> {
+export async function connectMcpClient(
+  line: McpClientLine,
+  url: URL,
+  tokenOrOptions?: string | ConnectOptions,
+): Promise<McpTestClient> {
+  const options: ConnectOptions =
+    typeof tokenOrOptions === "string" ? { token: tokenOrOptions } : (tokenOrOptions ?? {});
+  const { token, onElicit } = options;
   let markListening: () => void = () => undefined;
   const listening = new Promise<void>((resolve) => (markListening = resolve));
   const fetchWatchingStreams = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -79,7 +109,15 @@ export async function connectMcpClient(line: McpClientLine, url: URL, token?: st
   const nextListChanged = () => new Promise<void>((resolve) => changed.push(resolve));
 
   if (line === "v1 sdk") {
-    const client = new V1Client({ name: "gateway-test", version: "1.0.0" }, { listChanged });
+    const client = new V1Client(
+      { name: "gateway-test", version: "1.0.0" },
+      { listChanged, ...(onElicit ? { capabilities: { elicitation: {} } } : {}) },
+    );
+    if (onElicit) {
+      client.setRequestHandler(V1ElicitRequestSchema, async (request) => ({
+        ...(await onElicit(request.params as ElicitationAsked)),
+      }));
+    }
     const transport = new V1Transport(url, { fetch: fetchWatchingStreams, ...requestInit });
     await client.connect(transport);
     return {
@@ -105,8 +143,14 @@ export async function connectMcpClient(line: McpClientLine, url: URL, token?: st
     {
       listChanged,
       ...(line === "v2 pinned 2026-07-28" ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : {}),
+      ...(onElicit ? { capabilities: { elicitation: { form: {} } } } : {}),
     },
   );
+  if (onElicit) {
+    client.setRequestHandler("elicitation/create", async (request) => ({
+      ...(await onElicit(request.params as ElicitationAsked)),
+    }));
+  }
   const transport = new V2Transport(url, { fetch: fetchWatchingStreams, ...requestInit });
   await client.connect(transport);
   return {

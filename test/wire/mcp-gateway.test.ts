@@ -419,7 +419,7 @@ describe("MCP gateway logs", () => {
         done();
       },
     });
-    const server = await startTestServer({ logger: pino({ level: "info" }, destination) });
+    const server = await startTestServer({ logger: pino({ level: "debug" }, destination) });
     try {
       const response = await fetch(`${server.httpUrl}/mcp`, {
         method: "POST",
@@ -428,7 +428,13 @@ describe("MCP gateway logs", () => {
       });
       expect(response.status).to.equal(200);
       await response.text();
-      expect(await line).to.deep.include({ rpc: "mcp/tools/list", protocol: "mcp", caller: "anonymous", status: 200 });
+      expect(await line).to.deep.include({
+        rpc: "mcp/tools/list",
+        protocol: "mcp",
+        caller: "anonymous",
+        status: 200,
+        code: "OK",
+      });
     } finally {
       await server.close(0);
     }
@@ -557,3 +563,78 @@ async function listAll(client: McpTestClient): Promise<ListedTool[]> {
   } while (cursor !== undefined);
   return tools;
 }
+
+describe("MCP gateway metrics", () => {
+  const tokens = { admin: "admin-token-0123456789", reader: "reader-token-0123456789" };
+  const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+  let server: RunningServer;
+  let url: URL;
+  before(async () => {
+    server = await startTestServer({
+      identities: [
+        { name: "admin", tokenSha256: [sha256(tokens.admin)], grants: [{ actions: ["admin"], patterns: ["*"] }] },
+        {
+          name: "reader",
+          tokenSha256: [sha256(tokens.reader)],
+          grants: [{ actions: ["read", "execute"], patterns: ["builtin.*"] }],
+        },
+      ],
+    });
+    url = new URL(`${server.httpUrl}/mcp`);
+  });
+  after(() => server.close(0));
+
+  const post = (body: unknown, token?: string) =>
+    fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      },
+      body: JSON.stringify(body),
+    });
+
+  it("counts and times each request in the RPC metrics: service and protocol mcp, the MCP method, the outcome's code", async () => {
+    const legacy = await connectMcpClient("v1 sdk", url, tokens.admin);
+    const modern = await connectMcpClient("v2 pinned 2026-07-28", url, tokens.admin);
+    const reader = await connectMcpClient("v2 default", url, tokens.reader);
+    try {
+      expect((await legacy.callTool("builtin.echo", { a: 1 })).structuredContent).to.deep.equal({ echo: { a: 1 } });
+      expect((await modern.callTool("builtin.echo", { a: 2 })).structuredContent).to.deep.equal({ echo: { a: 2 } });
+      expect((await legacy.callTool("test.throw_error")).isError).to.equal(true);
+      expect((await rpcFailure(modern.callTool("no.such_tool"))).code).to.equal(-32602);
+      expect((await rpcFailure(reader.callTool("test.approval"))).data?.code).to.equal("permission_denied");
+    } finally {
+      await Promise.all([legacy.close(), modern.close(), reader.close()]);
+    }
+    const unauthenticated = await post({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
+    expect(unauthenticated.status).to.equal(401);
+    await unauthenticated.text();
+    const unknownMethod = await post({ jsonrpc: "2.0", id: 2, method: "no/such_method", params: {} }, tokens.admin);
+    expect(((await unknownMethod.text()).match(/"code":(-?\d+)/) ?? [])[1]).to.equal("-32601");
+    const notJsonRpc = await post({ hello: "world" }, tokens.admin);
+    await notJsonRpc.text();
+
+    const scraped = await fetch(`${server.httpUrl}/metrics`, { headers: { authorization: `Bearer ${tokens.admin}` } });
+    const text = await scraped.text();
+    const series = (name: string, method: string, code?: string): number => {
+      const labels = `service="mcp",method="${method}",protocol="mcp"${code === undefined ? "" : `,code="${code}"`}`;
+      const line = text.split("\n").find((candidate) => candidate.startsWith(`${name}{${labels}}`));
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
+    };
+    const requests = (method: string, code: string) => series("toolruntime_rpc_requests_total", method, code);
+    // A run that failed is a tools/call that succeeded (its failure is in the result), as for ExecuteTool.
+    expect(requests("tools/call", "OK")).to.equal(3);
+    expect(requests("tools/call", "NOT_FOUND")).to.equal(1);
+    expect(requests("tools/call", "PERMISSION_DENIED")).to.equal(1);
+    expect(requests("(unknown)", "UNAUTHENTICATED")).to.equal(1);
+    expect(requests("(other)", "UNIMPLEMENTED")).to.equal(1);
+    expect(requests("(invalid)", "INVALID_ARGUMENT")).to.equal(1);
+    expect(requests("initialize", "OK")).to.equal(2);
+    expect(requests("notifications/initialized", "OK")).to.equal(2);
+    expect(requests("server/discover", "OK")).to.be.at.least(1);
+    expect(series("toolruntime_rpc_duration_seconds_count", "tools/call")).to.equal(5);
+  });
+});

@@ -1,35 +1,17 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
-import type { CallToolResult } from "@modelcontextprotocol/server";
+import type { CallToolResult, InputRequiredResult } from "@modelcontextprotocol/server";
 import { ExecutionOptionsSchema } from "../../../gen/toolruntime/v1/execution_pb.js";
-import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
-import type { ToolResult } from "../../../gen/toolruntime/v1/tool_pb.js";
-import { ensureAllowed, type Identity } from "../../auth/permissions.js";
-import { invalidRequest } from "../../errors/tool-runtime-error.js";
-import type { ExecutionRecord } from "../../executions/execution-record.js";
+import { isOwner } from "../../auth/execution-access.js";
+import { ensureAllowed } from "../../auth/permissions.js";
+import { ErrorType, invalidRequest, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
+import { inputsDigest } from "../../executions/inputs-digest.js";
 import { checkToolName, ensure, quote } from "../../registry/names.js";
 import type { ToolRuntime } from "../../runtime.js";
-import { cancelInBackground } from "../call-run.js";
+import { followMcpRun } from "./follow-mcp-run.js";
+import { approvalInputKey, decideFromMcp, mayApproveOwnRun, readApprovalAnswer } from "./mcp-approval.js";
+import { parseRequestState } from "./mcp-approval-tokens.js";
 import { mcpMeta } from "./mcp-meta.js";
-import { toCallToolResult } from "./to-call-tool-result.js";
-import { toProgressMessage } from "./to-progress-message.js";
-
-/** One MCP `tools/call`, as the gateway sees it. */
-export interface McpToolCall {
-  readonly name: string;
-  readonly arguments: unknown;
-  /** The request's `_meta`: the progress token and toolruntime's own keys (see mcpMeta). */
-  readonly meta: Readonly<Record<string, unknown>> | undefined;
-  readonly caller: Identity;
-  /** Aborts when the client cancels the request or drops it. */
-  readonly signal: AbortSignal;
-  /** Sends a `notifications/progress` related to the request. */
-  readonly notifyProgress: (params: {
-    progressToken: string | number;
-    progress: number;
-    message: string;
-  }) => Promise<void>;
-}
+import type { McpToolCall } from "./mcp-tool-call.js";
 
 /**
  * Runs a tools/call as an ordinary execution: the caller needs `execute` on the tool (and
@@ -37,16 +19,24 @@ export interface McpToolCall {
  * and the run goes through the execution manager like a RunTool (admission, approval, idempotency,
  * timeouts, retries, audit). When the request has a progress token, the run's progress, queueing,
  * approval and retries become progress notifications, numbered by event sequence. A cancelled or
- * dropped request cancels the run it started. Throws (before the run starts) what the manager
- * throws: INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, RESOURCE_EXHAUSTED.
+ * dropped request cancels the run it started. When the run awaits approval, its caller may approve
+ * it (the self-approval rule) and the client can be asked (`call.approval`), the client is asked
+ * (see followMcpRun).
+ * Throws (before the run starts) what the manager throws: INVALID_ARGUMENT, NOT_FOUND,
+ * PERMISSION_DENIED, FAILED_PRECONDITION, RESOURCE_EXHAUSTED.
  */
-export async function callMcpTool(runtime: ToolRuntime, call: McpToolCall): Promise<CallToolResult> {
+export async function callMcpTool(
+  runtime: ToolRuntime,
+  call: McpToolCall,
+): Promise<CallToolResult | InputRequiredResult> {
   const { executions, runners } = runtime;
   const name = call.name;
   ensure(checkToolName(name));
   if (runtime.stores.tools.shared) await runtime.stores.tools.view("");
   ensureAllowed(call.caller, "execute", name);
-  if (runners.registry.get(name)?.spec.capabilities?.unsafe) ensureAllowed(call.caller, "execute_unsafe", name);
+  const capabilities = runners.registry.get(name)?.spec.capabilities;
+  if (capabilities?.unsafe) ensureAllowed(call.caller, "execute_unsafe", name);
+  if (call.retry) return await resumeMcpCall(runtime, call, call.retry);
   const meta = call.meta ?? {};
   const { record, deduplicated } = await executions.startRun({
     runner: runners.createPrivate(),
@@ -60,69 +50,56 @@ export async function callMcpTool(runtime: ToolRuntime, call: McpToolCall): Prom
     }),
     caller: call.caller.name,
   });
-  const owned = !deduplicated;
-  const onAbort = (): void => {
-    if (owned && record.isLive) cancelInBackground(executions, record.id, "the MCP client cancelled the call");
-  };
-  if (call.signal.aborted) onAbort();
-  else call.signal.addEventListener("abort", onAbort, { once: true });
-  const token = meta["progressToken"];
-  const progress =
-    typeof token === "string" || typeof token === "number" ? forwardProgress(runtime, record, token, call) : undefined;
-  try {
-    const result = await (owned ? record.answered : untilAnsweredOrAborted(record, call.signal));
-    await progress?.drain();
-    return toCallToolResult(record.id, result);
-  } finally {
-    progress?.stop();
-    call.signal.removeEventListener("abort", onAbort);
+  const ask =
+    call.approval !== undefined &&
+    capabilities?.humanApprovalRequired === true &&
+    mayApproveOwnRun(call.caller, record, call.allowSelfApproval)
+      ? call.approval
+      : undefined;
+  return await followMcpRun(runtime, record, call, { owned: !deduplicated, afterSequence: 0, ask });
+}
+
+/**
+ * The retry of a 2026-07-28 call that asked for approval: decides the run with the client's answer
+ * (through decideFromMcp, like ApproveExecution; a run decided meanwhile keeps that decision) and
+ * follows it to its result. The retry must come from the run's owner with the same tool and
+ * inputs: the requestState is only a pointer to the run, checked again here.
+ */
+async function resumeMcpCall(
+  runtime: ToolRuntime,
+  call: McpToolCall,
+  retry: NonNullable<McpToolCall["retry"]>,
+): Promise<CallToolResult | InputRequiredResult> {
+  const state = parseRequestState(retry.requestState, call.name);
+  const record = await runtime.executions.getRun(state.executionId);
+  if (!isOwner(call.caller, record)) {
+    throw new ToolRuntimeError(
+      "PERMISSION_DENIED",
+      ErrorType.PermissionDenied,
+      `identity ${quote(call.caller.name)} did not start execution ${quote(record.id)}: only the call that started a run may be retried with its requestState`,
+      call.name,
+    );
   }
-}
-
-/** Forwards the run's events as progress notifications until drained or stopped. */
-function forwardProgress(runtime: ToolRuntime, record: ExecutionRecord, token: string | number, call: McpToolCall) {
-  const stop = new AbortController();
-  let seen = 0;
-  let needed = Number.POSITIVE_INFINITY;
-  const forward = async (event: RunEvent): Promise<void> => {
-    const message = toProgressMessage(event, record.toolName);
-    if (message === undefined) return;
-    // A client that left makes the notification fail; the run's end is decided elsewhere.
-    await call
-      .notifyProgress({ progressToken: token, progress: Number(event.sequence), message })
-      .catch(() => undefined);
-  };
-  const pump = (async () => {
-    for await (const event of runtime.executions.watch(record, 0, stop.signal)) {
-      seen += 1;
-      await forward(event);
-      if (seen >= needed) break;
-    }
-  })();
-  return {
-    /** Sends what the run logged so far, so every progress notification precedes the result. */
-    async drain(): Promise<void> {
-      needed = record.events.length;
-      if (seen >= needed) stop.abort();
-      await pump;
-    },
-    stop: () => stop.abort(),
-  };
-}
-
-/** The run's answer, or a cancelled result when the call ends first (a run it attached to goes on). */
-async function untilAnsweredOrAborted(record: ExecutionRecord, signal: AbortSignal): Promise<ToolResult> {
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(new ConnectError("the MCP client cancelled the call", Code.Canceled));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
+  if (
+    record.toolName !== call.name ||
+    state.inputsDigest !== record.inputsDigest ||
+    inputsDigest(call.arguments ?? {}) !== record.inputsDigest
+  ) {
+    throw invalidRequest(
+      `requestState names execution ${quote(record.id)} of ${quote(record.toolName)} with other inputs: retry the call with the arguments it was made with`,
+      call.name,
+    );
+  }
+  const answer = readApprovalAnswer(retry.inputResponses?.[approvalInputKey]);
+  if (answer) {
+    await decideFromMcp(runtime.executions, call.caller, record, state.inputsDigest, answer, call.allowSelfApproval);
+  }
+  // Asked once: without an answer, the run waits for ApproveExecution or its approval timeout.
+  return await followMcpRun(runtime, record, call, {
+    owned: state.owned,
+    afterSequence: state.afterSequence,
+    ask: undefined,
   });
-  try {
-    return await Promise.race([record.answered, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }
 
 function readTimeoutMs(value: unknown, toolName: string): number {

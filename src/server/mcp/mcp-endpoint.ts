@@ -1,6 +1,5 @@
 import { createMcpHandler } from "@modelcontextprotocol/server";
-import { toNodeHandler, type NodeServerResponseLike } from "@modelcontextprotocol/node";
-import { randomUUID } from "node:crypto";
+import { toNodeHandler } from "@modelcontextprotocol/node";
 import { Readable } from "node:stream";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -8,11 +7,16 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../../auth/authenticator.js";
 import type { Identity } from "../../auth/permissions.js";
 import type { ToolRuntime } from "../../runtime.js";
+import { codeName, type McpRequestObserver } from "../../telemetry/metrics.js";
 import { peerCertificateOf } from "../peer-certificate.js";
+import { parseApprovalRequestId } from "./mcp-approval-tokens.js";
 import { McpCancellations, cancellationKey } from "./mcp-cancellations.js";
 import { followRegistryForMcp } from "./mcp-list-changed.js";
+import { methodLabel, watchMcpExchange } from "./mcp-request-outcome.js";
 import { readJsonBody } from "./read-json-body.js";
-import { createMcpServerFactory, sessionIdHeader, toAuthInfo } from "./mcp-server-factory.js";
+import { createMcpServerFactory, toAuthInfo } from "./mcp-server-factory.js";
+import { newSessionId, sessionIdHeader } from "./mcp-session-id.js";
+import { takeApprovalAnswer } from "./take-approval-answer.js";
 
 type Request = IncomingMessage | Http2ServerRequest;
 type Response = ServerResponse | Http2ServerResponse;
@@ -28,6 +32,13 @@ export interface McpEndpointOptions {
   readonly maxBodyBytes: number;
   /** The version reported in `serverInfo`. */
   readonly version: string;
+  /**
+   * Whether an identity may approve the runs it started (`--allow-self-approval`): then a client
+   * that declared form elicitation is asked to approve the runs it starts. Default false.
+   */
+  readonly allowSelfApproval?: boolean;
+  /** Measures each request (the RPC metrics, as service and protocol "mcp"). */
+  readonly observe?: McpRequestObserver;
 }
 
 /** The MCP endpoint of the HTTP port. */
@@ -46,14 +57,18 @@ export interface McpEndpoint {
  * RPC (401 with a `WWW-Authenticate` challenge otherwise) and served as its identity. On top of
  * what the SDK does for the 2025 era, the endpoint hands out a session id at `initialize` (a
  * random correlation id, no state: any replica takes any request) so that a
- * `notifications/cancelled` POST reaches the call it names, and serves `GET /mcp` as a stream of
- * `notifications/tools/list_changed`.
+ * `notifications/cancelled` POST reaches the call it names, serves `GET /mcp` as a stream of
+ * `notifications/tools/list_changed`, and takes a client's answer to an approval question (a
+ * JSON-RPC response in a POST of its own; see takeApprovalAnswer). Each request is measured and
+ * logged like an RPC, with its MCP method and a status code for its outcome.
  */
 export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOptions): McpEndpoint {
   const { logger } = options;
   const cancellations = new McpCancellations();
+  const allowSelfApproval = options.allowSelfApproval ?? false;
   const onerror = (error: Error): void => logger.debug({ err: error }, "mcp request refused");
-  const handler = createMcpHandler(createMcpServerFactory(runtime, { ...options, cancellations }), {
+  const factory = createMcpServerFactory(runtime, { ...options, cancellations, allowSelfApproval });
+  const handler = createMcpHandler(factory, {
     onerror,
     maxRequestBodySize: options.maxBodyBytes,
   });
@@ -67,6 +82,16 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
   };
 
   const serve = async (request: Request, response: Response): Promise<void> => {
+    const observed = options.observe?.();
+    // What is known of the request when it ends: its method once the body is read, its caller once authenticated.
+    const facts: { method: string; caller: string | undefined } = { method: "(unknown)", caller: undefined };
+    const startedAt = performance.now();
+    const exchange = watchMcpExchange(response, (code) => {
+      observed?.(facts.method, code);
+      if (facts.caller !== undefined && logger.isLevelEnabled("info")) {
+        logCall(logger, { method: facts.method, caller: facts.caller, status: response.statusCode, code, startedAt });
+      }
+    });
     if (closing) return answer(response, 503, "the server is shutting down: retry against a running server");
     let caller: Identity;
     const authorization = request.headers.authorization ?? null;
@@ -77,7 +102,9 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
         "www-authenticate": 'Bearer realm="toolruntime"',
       });
     }
+    facts.caller = caller.name;
     if (request.method === "GET" && (request.headers.accept ?? "").includes("text/event-stream")) {
+      facts.method = "(stream)";
       return listChanged.openStream(caller, response);
     }
     if (request.method !== "POST") {
@@ -92,7 +119,11 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       return answer(response, 413, body.message, request.httpVersionMajor === 1 ? { connection: "close" } : {});
     }
     const sessionId = headerValue(request.headers[sessionIdHeader]);
-    const message = body.kind === "json" ? (body.value as { method?: unknown; params?: unknown }) : undefined;
+    const message =
+      body.kind === "json"
+        ? (body.value as { method?: unknown; params?: unknown; id?: unknown; result?: unknown; error?: unknown })
+        : undefined;
+    facts.method = methodLabel(message);
     if (message?.method === "notifications/cancelled") {
       const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
       if (typeof requestId === "string" || typeof requestId === "number") {
@@ -102,21 +133,30 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
         );
       }
     }
-    if (logger.isLevelEnabled("info")) logCall(logger, response, message?.method, caller.name);
-    let out: NodeServerResponseLike = response;
-    if (message?.method === "initialize" && sessionId === undefined) {
-      out = withHeader(response, sessionIdHeader, randomUUID());
+    const approval = facts.method === "(response)" ? parseApprovalRequestId(message?.id) : undefined;
+    if (message && approval) {
+      const reply = await takeApprovalAnswer(runtime, caller, approval, message, allowSelfApproval, logger);
+      exchange.outcome.code = reply.code;
+      if (!reply.error) {
+        response.writeHead(reply.status);
+        response.end();
+        return;
+      }
+      response.writeHead(reply.status, { "content-type": "application/json" });
+      response.end(JSON.stringify({ jsonrpc: "2.0", error: reply.error, id: null }));
+      return;
     }
+    const initializing = message?.method === "initialize" && sessionId === undefined;
     await serveNode(
       {
         method: request.method,
         url: request.url ?? "/mcp",
         headers: request.headers,
-        auth: toAuthInfo(caller, authorization ?? ""),
+        auth: toAuthInfo(caller, authorization ?? "", exchange.outcome),
         // The body was read to see what it carries; the SDK reads it again from here.
         [Symbol.asyncIterator]: () => Readable.from(body.kind === "empty" ? [] : [body.bytes])[Symbol.asyncIterator](),
       },
-      out,
+      exchange.forSdk(initializing ? { [sessionIdHeader]: newSessionId(message.params) } : {}),
     );
   };
 
@@ -139,37 +179,29 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
   };
 }
 
-/** One log line per MCP request, like the RPCs' "call" lines: method, caller, HTTP status, duration. */
-function logCall(logger: Logger, response: Response, method: unknown, caller: string): void {
-  const started = performance.now();
-  response.once("close", () => {
-    logger.info(
-      {
-        rpc: `mcp/${typeof method === "string" ? method : "(batch or invalid)"}`,
-        protocol: "mcp",
-        caller,
-        status: response.statusCode,
-        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-      },
-      "call",
-    );
-  });
+/**
+ * One log line per MCP request, like the RPCs' "call" lines: method, caller, HTTP status, code,
+ * duration; at `debug` when it ended OK, at `info` otherwise (as the RPCs' lines).
+ */
+function logCall(
+  logger: Logger,
+  facts: { method: string; caller: string; status: number; code: number; startedAt: number },
+): void {
+  const ok = facts.code === 0;
+  if (!logger.isLevelEnabled(ok ? "debug" : "info")) return;
+  logger[ok ? "debug" : "info"](
+    {
+      rpc: `mcp/${facts.method}`,
+      protocol: "mcp",
+      caller: facts.caller,
+      status: facts.status,
+      code: codeName(facts.code),
+      durationMs: Math.round((performance.now() - facts.startedAt) * 1000) / 1000,
+    },
+    "call",
+  );
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** `response` with one more header on the head it writes. */
-function withHeader(response: Response, name: string, value: string): NodeServerResponseLike {
-  const target = response as unknown as NodeServerResponseLike;
-  return {
-    writeHead: (status, headers) => target.writeHead(status, { ...headers, [name]: value }),
-    write: (chunk) => target.write(chunk),
-    end: (chunk) => target.end(chunk),
-    on: (event, listener) => target.on(event, listener),
-    get destroyed() {
-      return target.destroyed ?? false;
-    },
-  };
 }
