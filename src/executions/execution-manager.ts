@@ -12,6 +12,7 @@ import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
 import type { CancellationView } from "../async/cancellation.js";
 import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
+import { runWorkBudget } from "../async/turn-budget.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
 import { defaultStopGraceMs, runAttempts } from "./attempt-loop.js";
 import { checkExecutionDurations } from "./check-execution-durations.js";
@@ -458,6 +459,9 @@ export class ExecutionManager {
         record.append({ case: "queued", value: { position: ticket.position } });
         const timeoutMs = options?.queueTimeoutMs || this.limits.defaultQueueTimeoutMs;
         const outcome = await raceGrant(ticket.granted, timeoutMs, signal);
+        // A break: a slot freed by each of many runs ending in one turn starts a queued run each.
+        const paused = outcome === "granted" ? runWorkBudget.pause() : undefined;
+        if (paused) await paused;
         if (outcome !== "granted") {
           ticket.release();
           ticket = undefined;
