@@ -81,5 +81,5 @@ export class TurnBudget {
   };
 }
 
-/** The process's budget for run work (finishing runs, starting queued ones). */
-export const runWorkBudget = new TurnBudget();
+/** The process's budget for run work (finishing runs, starting queued ones): 5 ms a turn. */
+export const runWorkBudget = new TurnBudget(5);

@@ -1,0 +1,18 @@
+import { spawn } from "node:child_process";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { StartExecutionRequestSchema } from "./dist/gen/toolruntime/v1/execution_pb.js";
+import { openBytesClients, sendAll } from "./dist/bench/lib/grpc-bytes-client.js";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+const child = spawn("node", ["--cpu-prof", "--cpu-prof-dir=/tmp/burstprof", "dist/src/main.js", "--grpc-port", "0", "--http-port", "0"], { stdio: ["ignore", "pipe", "inherit"] });
+const port = await new Promise((resolve) => { let out = ""; child.stdout.on("data", (d) => { out += d; const m = /gRPC:\s+127\.0\.0\.1:(\d+)/.exec(out); if (m) resolve(m[1]); }); });
+const clients = await openBytesClients(`127.0.0.1:${port}`, 8);
+const body = Buffer.from(toBinary(StartExecutionRequestSchema, create(StartExecutionRequestSchema, { toolName: "builtin.sleep", inputs: { ms: 100 } })));
+await sendAll(clients, "/toolruntime.v1.ExecutionService/StartExecution", new Array(1000).fill(body), 64);
+await new Promise((r) => setTimeout(r, 1000));
+const t = performance.now();
+const r = await sendAll(clients, "/toolruntime.v1.ExecutionService/StartExecution", new Array(10000).fill(body), 64);
+console.log("burst ms", performance.now() - t, "failed", r.failed.length);
+await new Promise((r) => setTimeout(r, 6000));
+clients.close();
+child.kill("SIGTERM");
+await new Promise((r) => child.on("exit", r));
