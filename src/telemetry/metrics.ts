@@ -30,9 +30,11 @@ export const mcpServiceLabel = "mcp";
 
 const durationBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-/** Name of a status code for labels: "OK", "NOT_FOUND"… */
+/** Name of a status code for labels, as gRPC names it: "OK", "NOT_FOUND", "CANCELLED"… */
 export function codeName(code: number): string {
   if (code === 0) return "OK";
+  // Connect spells this one "Canceled"; gRPC's name, which dashboards and alerts use, is CANCELLED.
+  if (code === (Code.Canceled as number)) return "CANCELLED";
   const name = Code[code as Code];
   return name === undefined ? String(code) : name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }

@@ -52,13 +52,13 @@ describe("Streams their client drops", () => {
         })().catch(() => undefined);
         await stream;
         await aborted;
-        expect((await callLogged).code).to.equal("CANCELED");
+        expect((await callLogged).code).to.equal("CANCELLED");
         expect(lines.filter((line) => line.level >= 50).map((line) => line.msg)).to.deep.equal([]);
         const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
         const runToolLines = metrics
           .split("\n")
           .filter((line) => line.includes('method="RunTool"') && line.startsWith("toolruntime_rpc_requests_total"));
-        expect(runToolLines.some((line) => line.includes('code="CANCELED"'))).to.equal(true, runToolLines.join("\n"));
+        expect(runToolLines.some((line) => line.includes('code="CANCELLED"'))).to.equal(true, runToolLines.join("\n"));
         expect(runToolLines.some((line) => line.includes('code="INTERNAL"'))).to.equal(false, runToolLines.join("\n"));
       } finally {
         await server.close(0);
