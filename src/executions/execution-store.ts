@@ -33,8 +33,14 @@ export class ExecutionStore {
   readonly retentionMs: number;
   readonly maxRetainedBytes: number;
   readonly #records = new Map<string, ExecutionRecord>();
-  /** Finished records in the order they finished: the eviction order. */
-  readonly #finished = new Map<string, ExecutionRecord>();
+  /**
+   * Finished records in the order they finished (the eviction order), from `#finishedHead` on.
+   * An array with a moving head rather than a Map: a Map emptied from its front keeps the deleted
+   * entries until it is rehashed, and every walk from its start crosses them all.
+   */
+  #finished: (ExecutionRecord | undefined)[] = [];
+  #finishedHead = 0;
+  readonly #finishedIds = new Set<string>();
   readonly #byIdempotencyKey = new Map<string, ExecutionRecord>();
   readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
   #finishedBytes = 0;
@@ -53,7 +59,7 @@ export class ExecutionStore {
 
   /** Finished records held now. */
   get finishedCount(): number {
-    return this.#finished.size;
+    return this.#finishedIds.size;
   }
 
   /** Bytes of events of the finished records held now. */
@@ -91,20 +97,29 @@ export class ExecutionStore {
 
   /** Records that a run ended, then evicts what the bounds no longer allow. */
   finished(record: ExecutionRecord): void {
-    if (!this.#records.has(record.id) || this.#finished.has(record.id)) return;
-    this.#finished.set(record.id, record);
+    if (!this.#records.has(record.id) || this.#finishedIds.has(record.id)) return;
+    this.#finished.push(record);
+    this.#finishedIds.add(record.id);
     this.#finishedBytes += record.bytes;
     this.evict();
   }
 
   /** Evicts finished records past any bound: count, bytes, then age. */
   evict(now = Date.now()): void {
-    for (const record of this.#finished.values()) {
-      const tooMany = this.#finished.size > this.maxRetained;
+    while (this.#finishedHead < this.#finished.length) {
+      const record = this.#finished[this.#finishedHead] as ExecutionRecord;
+      const tooMany = this.#finishedIds.size > this.maxRetained;
       const tooLarge = this.#finishedBytes > this.maxRetainedBytes;
       const tooOld = now - (record.finishedAt?.getTime() ?? now) > this.retentionMs;
       if (!tooMany && !tooLarge && !tooOld) break;
+      this.#finished[this.#finishedHead] = undefined;
+      this.#finishedHead += 1;
       this.#remove(record);
+    }
+    // Drops the evicted slots once they are half the array.
+    if (this.#finishedHead > 1024 && this.#finishedHead * 2 > this.#finished.length) {
+      this.#finished = this.#finished.slice(this.#finishedHead);
+      this.#finishedHead = 0;
     }
   }
 
@@ -139,7 +154,7 @@ export class ExecutionStore {
 
   #remove(record: ExecutionRecord): void {
     this.#records.delete(record.id);
-    this.#finished.delete(record.id);
+    this.#finishedIds.delete(record.id);
     this.#finishedBytes -= record.bytes;
     this.#evicted += 1;
     if (record.init.idempotencyKey !== "" && this.#byIdempotencyKey.get(idempotencyIndex(record)) === record) {
