@@ -128,6 +128,7 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
         handler.settled = settled;
       },
       extraMetadata: { attempt },
+      reserveRunFacts: true,
     });
     record.append({
       case: "executionFinished",

@@ -52,6 +52,8 @@ export interface ExecuteCallOptions {
   readonly heartbeatTimeoutMs?: number | undefined;
   /** Facts added to the result's metadata. */
   readonly extraMetadata?: JsonObject | undefined;
+  /** See ExecuteOptions.reserveRunFacts (the execution manager sets it). */
+  readonly reserveRunFacts?: boolean | undefined;
 }
 
 /** A run about to start: the tool, its handler and its resolved timeout. */
@@ -209,6 +211,7 @@ export class ToolRunner {
       onOutput: options.onOutput,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       extraMetadata: options.extraMetadata,
+      reserveRunFacts: options.reserveRunFacts,
     });
     for (const observer of this.#observers) observer.onRunEnd?.(info, result);
     return result;
