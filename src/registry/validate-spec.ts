@@ -1,9 +1,9 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolCapabilitySchema, ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
-import { checkJsonObject } from "../json/check-json.js";
+import { measureJsonObject } from "../json/check-json.js";
 import { showValue } from "../json/schema-errors.js";
-import { compileSchema, InvalidSchemaError, type SchemaCheck } from "../json/schema-validator.js";
+import { checkSchema, InvalidSchemaError } from "../json/schema-validator.js";
 import { maxDurationMs } from "./check-duration.js";
 import { checkSegmentName, checkToolName, quote } from "./names.js";
 
@@ -16,11 +16,9 @@ export const maxSchemaDepth = 32;
 /** Longest default timeout a spec may declare: one day, in milliseconds. */
 export const maxTimeoutMs = maxDurationMs;
 
-/** A spec that passed {@link validateSpec}, with its compiled schema checks. */
+/** A spec that passed {@link validateSpec}. Its schemas are compiled when first used. */
 export interface ValidatedSpec {
   readonly spec: ToolSpec;
-  readonly checkInputs: SchemaCheck | undefined;
-  readonly checkOutput: SchemaCheck | undefined;
 }
 
 /** How messages name the fields of a spec: as the author wrote them. */
@@ -44,8 +42,9 @@ export const wireKeyNames: SpecKeyNames = {
 };
 
 /**
- * Checks a spec sent for registration and returns a clean copy (output-only fields cleared) with
- * its compiled schemas. Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
+ * Checks a spec sent for registration and returns a clean copy (output-only fields cleared).
+ * Schemas are checked as strictly as compiling them would, but mostly without compiling them
+ * (see `checkSchema`). Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
  * the name, the description, the tool type, the read_only rule, or a schema (not draft 2020-12,
  * an unknown keyword, a root that refuses objects, a pattern the linear-time engine refuses).
  * Messages name fields by `keys` (default: the protobuf names).
@@ -91,8 +90,8 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
       `${keys.defaultTimeoutMs} of ${quote(name)} (${spec.defaultTimeoutMs}) exceeds its ${keys.maxTimeoutMs} (${spec.maxTimeoutMs}): lower the default or raise the maximum`,
     );
   }
-  const checkInputs = compileField(name, keys.inputSchema, spec.inputSchema);
-  const checkOutput = compileField(name, keys.outputSchema, spec.outputSchema);
+  checkSchemaField(name, keys.inputSchema, spec.inputSchema);
+  checkSchemaField(name, keys.outputSchema, spec.outputSchema);
   const clean = create(ToolSpecSchema, {
     name,
     description: spec.description,
@@ -104,17 +103,17 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
     ...(spec.inputSchema ? { inputSchema: spec.inputSchema } : {}),
     ...(spec.outputSchema ? { outputSchema: spec.outputSchema } : {}),
   });
-  return { spec: clean, checkInputs, checkOutput };
+  return { spec: clean };
 }
 
-function compileField(name: string, field: string, schema: JsonObject | undefined): SchemaCheck | undefined {
-  if (!schema) return undefined;
-  const check = checkJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
+function checkSchemaField(name: string, field: string, schema: JsonObject | undefined): void {
+  if (!schema) return;
+  const check = measureJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
   if (!check.ok) throw registrationError(name, `${check.problem} (tool ${quote(name)})`);
   const rootProblem = checkAcceptsObjects(schema);
   if (rootProblem) throw registrationError(name, `${field} of ${quote(name)} ${rootProblem}`);
   try {
-    return compileSchema(schema);
+    checkSchema(schema);
   } catch (error) {
     if (!(error instanceof InvalidSchemaError)) throw error;
     throw registrationError(
