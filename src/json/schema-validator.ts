@@ -56,13 +56,15 @@ export class InvalidSchemaError extends Error {
  * {@link InvalidSchemaError} exactly as {@link compileSchema} would. It checks the meta-schema, then
  * walks the schema ({@link isSurelyCompilable}); only a schema that walk is not sure of is
  * compiled here (and kept for its first use). A valid schema costs a fraction of a millisecond
- * instead of several; it is compiled when something is first checked against it.
+ * instead of several; it is compiled when something is first checked against it. Returns the
+ * schema's JSON text.
  */
-export function checkSchema(schema: JsonObject): void {
+export function checkSchema(schema: JsonObject): string {
   const json = JSON.stringify(schema);
-  if (compiled.has(json)) return;
+  if (compiled.has(json)) return json;
   checkMetaSchema(schema);
   if (!isSurelyCompilable(schema, json, acceptsPattern)) compiled.slot(schema, json);
+  return json;
 }
 
 /**
