@@ -19,6 +19,10 @@ export type JsonCheck =
   | { readonly ok: true; readonly value: JsonObject; readonly bytes: number }
   | { readonly ok: false; readonly problem: string };
 
+/** The outcome of {@link measureJsonObject}. */
+export type JsonMeasure =
+  { readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly problem: string };
+
 class JsonProblem extends Error {}
 
 /**
@@ -29,13 +33,32 @@ class JsonProblem extends Error {}
  * handler that keeps running, say) cannot alter what was checked.
  */
 export function checkJsonObject(value: unknown, label: string, limits: JsonLimits): JsonCheck {
+  const walk = walkJsonObject(value, label, limits, true);
+  return walk.ok ? { ok: true, value: walk.copy as JsonObject, bytes: walk.bytes } : walk;
+}
+
+/**
+ * The checks of {@link checkJsonObject} with the same messages, without the copy: for a value that
+ * is kept as it is (a tool's schema), where a copy would only be garbage. Never throws.
+ */
+export function measureJsonObject(value: unknown, label: string, limits: JsonLimits): JsonMeasure {
+  const walk = walkJsonObject(value, label, limits, false);
+  return walk.ok ? { ok: true, bytes: walk.bytes } : walk;
+}
+
+function walkJsonObject(
+  value: unknown,
+  label: string,
+  limits: JsonLimits,
+  copy: boolean,
+): { ok: true; copy: unknown; bytes: number } | { ok: false; problem: string } {
   if (!isPlainObject(value)) {
     return { ok: false, problem: `${label} is ${describe(value)}: it must be a JSON object` };
   }
   try {
-    const copy = { bytes: 0 };
-    const clone = copyJson(value, label, 1, limits, new Set(), copy) as JsonObject;
-    return { ok: true, value: clone, bytes: copy.bytes };
+    const total = { bytes: 0, copy };
+    const clone = copyJson(value, label, 1, limits, new Set(), total);
+    return { ok: true, copy: clone, bytes: total.bytes };
   } catch (error) {
     if (error instanceof JsonProblem) return { ok: false, problem: error.message };
     if (error instanceof RangeError) {
@@ -45,9 +68,16 @@ export function checkJsonObject(value: unknown, label: string, limits: JsonLimit
   }
 }
 
+/** The running size of a walk, and whether it copies what it walks. */
+interface WalkTotal {
+  bytes: number;
+  readonly copy: boolean;
+}
+
 /**
- * Copies a JSON value, adding its compact JSON size to `total.bytes`; throws a JsonProblem naming
- * the path of the first thing that is not JSON or breaks a limit.
+ * Copies a JSON value (or only walks it, unless `total.copy`), adding its compact JSON size to
+ * `total.bytes`; throws a JsonProblem naming the path of the first thing that is not JSON or
+ * breaks a limit.
  */
 function copyJson(
   value: unknown,
@@ -55,7 +85,7 @@ function copyJson(
   depth: number,
   limits: JsonLimits,
   ancestors: Set<object>,
-  total: { bytes: number },
+  total: WalkTotal,
 ): unknown {
   switch (typeof value) {
     case "string":
@@ -85,7 +115,7 @@ function copyContainer(
   depth: number,
   limits: JsonLimits,
   ancestors: Set<object>,
-  total: { bytes: number },
+  total: WalkTotal,
 ): unknown {
   if (depth > limits.maxDepth) {
     throw new JsonProblem(`${path} is nested deeper than ${limits.maxDepth} levels`);
@@ -97,23 +127,26 @@ function copyContainer(
   total.bytes += 2;
   let copy: unknown;
   if (Array.isArray(value)) {
-    const items: unknown[] = [];
+    const items: unknown[] | undefined = total.copy ? [] : undefined;
     for (let index = 0; index < value.length; index++) {
       total.bytes += 1;
-      items.push(copyJson(value[index], `${path}[${index}]`, depth + 1, limits, ancestors, total));
+      const item = copyJson(value[index], `${path}[${index}]`, depth + 1, limits, ancestors, total);
+      items?.push(item);
     }
     copy = items;
     if (value.length > 0) total.bytes -= 1; // no comma after the last item
   } else if (isPlainObject(value)) {
-    const fields: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) {
+    const fields: Record<string, unknown> | undefined = total.copy ? {} : undefined;
+    const keys = Object.keys(value);
+    for (const key of keys) {
       total.bytes += Buffer.byteLength(key) + 4;
       const child = copyJson(value[key], `${path}.${key}`, depth + 1, limits, ancestors, total);
       // defineProperty, not assignment: a key such as "__proto__" stays an ordinary field.
-      Object.defineProperty(fields, key, { value: child, enumerable: true, writable: true, configurable: true });
+      if (fields)
+        Object.defineProperty(fields, key, { value: child, enumerable: true, writable: true, configurable: true });
     }
     copy = fields;
-    if (Object.keys(fields).length > 0) total.bytes -= 1;
+    if (keys.length > 0) total.bytes -= 1;
   } else {
     throw new JsonProblem(`${path} is ${describe(value)}: only plain objects and arrays are JSON`);
   }

@@ -1,17 +1,18 @@
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { didYouMean } from "../errors/did-you-mean.js";
-import { linearRegExpEngine, UnsupportedPatternError } from "./linear-regexp.js";
+import { CompiledSchemas, type CompiledSlot, type SchemaCheck, type SchemaCompiler } from "./compiled-schemas.js";
+import { compileLinearRegExp, linearRegExpEngine, UnsupportedPatternError } from "./linear-regexp.js";
 import { formatSchemaErrors, showValue } from "./schema-errors.js";
+import { isSurelyCompilable } from "./surely-compilable.js";
 
-/** Checks a JSON value against a compiled schema; returns the problems found, empty when valid. */
-export type SchemaCheck = (value: unknown) => string[];
+export type { SchemaCheck } from "./compiled-schemas.js";
 
-/** Compiled schemas kept for reuse, keyed by their JSON text; cleared when full. */
-const maxCachedSchemas = 10_000;
+/** Most schemas compiled per generation of the compiler (about 10 KiB of heap each for 1 KiB of schema). */
+const maxCompiledSchemas = 2000;
+/** Most patterns remembered as accepted by the linear-time engine; forgotten all at once past it. */
+const maxAcceptedPatterns = 10_000;
 
-// One validator instance: compiled schemas are cached by ajv and here by text, so many tools that
-// share a schema compile it once.
 // - strictSchema: an unknown keyword ("requried") is an author's mistake that would silently check
 //   nothing, so it is refused. Type, tuple and required strictness stay off: they reject valid
 //   schemas that merely leave something implicit.
@@ -21,7 +22,7 @@ const maxCachedSchemas = 10_000;
 //   would run the patterns on the native, backtracking engine at registration.
 // - validateFormats: false: `format` is an annotation (ajv-formats is not loaded).
 // - verbose: errors carry the offending value and schema, for messages that show them.
-const ajv = new Ajv2020({
+const options: Options = {
   allErrors: true,
   strictSchema: true,
   strictNumbers: true,
@@ -33,9 +34,17 @@ const ajv = new Ajv2020({
   verbose: true,
   logger: false,
   code: { regExp: linearRegExpEngine },
-});
-const knownKeywords = Object.keys(ajv.RULES.keywords);
-const cache = new Map<string, SchemaCheck>();
+};
+// Checks schemas against the meta-schema; it never compiles an author's schema, so it never grows.
+const checker = new Ajv2020(options);
+const knownKeywords = Object.keys(checker.RULES.keywords);
+// Compilers skip ajv's own meta-schema check: every schema passes `checker` first.
+const compiled = new CompiledSchemas(maxCompiledSchemas, () =>
+  newCompiler(new Ajv2020({ ...options, validateSchema: false })),
+);
+const acceptedPatterns = new Set<string>();
+/** The compiled check of each schema object that was used, so a run does not serialise its schema. */
+const slotsBySchema = new WeakMap<JsonObject, CompiledSlot>();
 
 /** A schema that cannot be compiled; the message says what to fix. */
 export class InvalidSchemaError extends Error {
@@ -43,32 +52,100 @@ export class InvalidSchemaError extends Error {
 }
 
 /**
+ * Checks that a JSON Schema (draft 2020-12) is valid without compiling it when it can: throws an
+ * {@link InvalidSchemaError} exactly as {@link compileSchema} would. It checks the meta-schema, then
+ * walks the schema ({@link isSurelyCompilable}); only a schema that walk is not sure of is
+ * compiled here (and kept for its first use). A valid schema costs a fraction of a millisecond
+ * instead of several; it is compiled when something is first checked against it. Returns the
+ * schema's JSON text.
+ */
+export function checkSchema(schema: JsonObject): string {
+  const json = JSON.stringify(schema);
+  if (compiled.has(json)) return json;
+  checkMetaSchema(schema);
+  if (!isSurelyCompilable(schema, json, acceptsPattern)) compiled.slot(schema, json);
+  return json;
+}
+
+/**
  * Compiles a JSON Schema (draft 2020-12) into a {@link SchemaCheck}. Throws an
  * {@link InvalidSchemaError} whose message says what is wrong when the schema breaks the
  * meta-schema, uses an unknown keyword (with the nearest known one), refers to a schema it does
  * not contain, or has a pattern the linear-time engine refuses; its problems are listed by
- * {@link formatSchemaErrors}, as are those of the values checked later.
+ * {@link formatSchemaErrors}, as are those of the values checked later. Schemas with the same JSON
+ * text share one compiled validator.
  */
 export function compileSchema(schema: JsonObject): SchemaCheck {
-  const key = JSON.stringify(schema);
-  const cached = cache.get(key);
-  if (cached) return cached;
-  if (!ajv.validateSchema(schema)) {
-    throw new InvalidSchemaError(formatSchemaErrors(ajv.errors ?? []).join("; "));
+  const json = JSON.stringify(schema);
+  if (!compiled.has(json)) checkMetaSchema(schema);
+  slotsBySchema.set(schema, compiled.slot(schema, json));
+  return (value) => checkAgainstSchema(schema, value);
+}
+
+/**
+ * Checks `value` against `schema`, compiling the schema on its first use (a few milliseconds for a
+ * schema of 1 KiB, during which the event loop waits) and again after its compiled form was
+ * dropped to bound memory. A schema that cannot be compiled (one a store holds that this process
+ * did not check) yields a problem saying so rather than a throw.
+ */
+export function checkAgainstSchema(schema: JsonObject, value: unknown): string[] {
+  let slot = slotsBySchema.get(schema);
+  if (!slot?.check) {
+    try {
+      const json = JSON.stringify(schema);
+      if (!compiled.has(json)) checkMetaSchema(schema);
+      slot = compiled.slot(schema, json);
+    } catch (error) {
+      if (!(error instanceof InvalidSchemaError)) throw error;
+      const problem = `the schema cannot be used: it is not a valid JSON Schema (draft 2020-12): ${error.message}`;
+      slot = { check: () => [problem] };
+    }
+    slotsBySchema.set(schema, slot);
   }
-  let validate: ValidateFunction;
+  return (slot.check as SchemaCheck)(value);
+}
+
+function checkMetaSchema(schema: JsonObject): void {
+  let valid: boolean;
   try {
-    validate = ajv.compile(schema);
+    valid = checker.validateSchema(schema) as boolean;
   } catch (error) {
-    throw new InvalidSchemaError(describeCompileError(error), { cause: error });
-  } finally {
-    // ajv keeps every compiled schema; ours live in `cache` so ajv's copy is not needed.
-    ajv.removeSchema(schema);
+    // ajv throws for a "$schema" naming a meta-schema it does not hold (draft-07, say).
+    throw new InvalidSchemaError(
+      `its "$schema" is ${showValue(schema["$schema"])}, a meta-schema this server does not know: use "https://json-schema.org/draft/2020-12/schema" or leave "$schema" out`,
+      { cause: error },
+    );
   }
-  const check: SchemaCheck = (value) => (validate(value) ? [] : formatSchemaErrors(validate.errors ?? []));
-  if (cache.size >= maxCachedSchemas) cache.clear();
-  cache.set(key, check);
-  return check;
+  if (!valid) throw new InvalidSchemaError(formatSchemaErrors(checker.errors ?? []).join("; "));
+}
+
+/** The compiler of one generation: a fresh ajv instance, whose copy of each schema is not kept. */
+function newCompiler(ajv: Ajv2020): SchemaCompiler {
+  return (schema) => {
+    let validate: ValidateFunction;
+    try {
+      validate = ajv.compile(schema);
+    } catch (error) {
+      throw new InvalidSchemaError(describeCompileError(error), { cause: error });
+    } finally {
+      ajv.removeSchema(schema);
+    }
+    return (value) => (validate(value) ? [] : formatSchemaErrors(validate.errors ?? []));
+  };
+}
+
+/** Whether the linear-time engine accepts `pattern`; remembered, since patterns repeat across tools. */
+function acceptsPattern(pattern: string): boolean {
+  if (acceptedPatterns.has(pattern)) return true;
+  try {
+    compileLinearRegExp(pattern);
+  } catch (error) {
+    if (error instanceof UnsupportedPatternError) return false;
+    throw error;
+  }
+  if (acceptedPatterns.size >= maxAcceptedPatterns) acceptedPatterns.clear();
+  acceptedPatterns.add(pattern);
+  return true;
 }
 
 function describeCompileError(error: unknown): string {

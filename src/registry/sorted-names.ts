@@ -1,46 +1,89 @@
+/** Most names in one chunk; a fuller chunk is split in two. */
+const maxChunkLength = 512;
+
 /**
  * A set of strings kept in ascending (UTF-16 code unit) order, so that a page of names starting
- * anywhere is found by binary search: listing cost does not grow with the number of names.
+ * anywhere is found by binary search: listing cost does not grow with the number of names. The
+ * names are held in chunks of at most 512, so that adding or removing one moves at most a chunk's
+ * worth of entries (one sorted array of 100,000 names moved 50,000 on average, tens of
+ * microseconds per registration).
  */
 export class SortedNames {
-  readonly #names: string[] = [];
+  /** Non-empty sorted chunks; every name of a chunk is less than every name of the next. */
+  #chunks: string[][] = [];
+  #size = 0;
 
   /** Number of names held. */
   get size(): number {
-    return this.#names.length;
+    return this.#size;
   }
 
   /** Adds `name`; does nothing when it is already present. */
   add(name: string): void {
-    const index = this.lowerBound(name);
-    if (this.#names[index] !== name) this.#names.splice(index, 0, name);
+    if (this.#chunks.length === 0) {
+      this.#chunks.push([name]);
+      this.#size = 1;
+      return;
+    }
+    // Past the last chunk's last name, the name goes at the end of the last chunk.
+    const chunkIndex = Math.min(this.#chunkFor(name), this.#chunks.length - 1);
+    const chunk = this.#chunks[chunkIndex] as string[];
+    const index = lowerBound(chunk, name);
+    if (chunk[index] === name) return;
+    chunk.splice(index, 0, name);
+    this.#size++;
+    if (chunk.length > maxChunkLength) this.#chunks.splice(chunkIndex + 1, 0, chunk.splice(maxChunkLength >> 1));
   }
 
   /** Removes `name`; does nothing when it is absent. */
   delete(name: string): void {
-    const index = this.lowerBound(name);
-    if (this.#names[index] === name) this.#names.splice(index, 1);
+    const chunkIndex = this.#chunkFor(name);
+    const chunk = this.#chunks[chunkIndex];
+    if (!chunk) return;
+    const index = lowerBound(chunk, name);
+    if (chunk[index] !== name) return;
+    chunk.splice(index, 1);
+    this.#size--;
+    if (chunk.length === 0) this.#chunks.splice(chunkIndex, 1);
   }
 
   /** Removes every name. */
   clear(): void {
-    this.#names.length = 0;
+    this.#chunks = [];
+    this.#size = 0;
   }
 
-  /** Index of the first name that is not less than `name`. */
-  lowerBound(name: string): number {
+  /** The names not less than `start`, in order ("" for all of them). */
+  *from(start: string): Generator<string> {
+    let chunkIndex = this.#chunkFor(start);
+    const first = this.#chunks[chunkIndex];
+    if (!first) return;
+    for (let index = lowerBound(first, start); index < first.length; index++) yield first[index] as string;
+    for (chunkIndex++; chunkIndex < this.#chunks.length; chunkIndex++) yield* this.#chunks[chunkIndex] as string[];
+  }
+
+  /** Index of the first chunk whose last name is not less than `name`; the chunk count when none is. */
+  #chunkFor(name: string): number {
     let low = 0;
-    let high = this.#names.length;
+    let high = this.#chunks.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if ((this.#names[middle] as string) < name) low = middle + 1;
+      const chunk = this.#chunks[middle] as string[];
+      if ((chunk[chunk.length - 1] as string) < name) low = middle + 1;
       else high = middle;
     }
     return low;
   }
+}
 
-  /** Names from index `start` on, in order. */
-  *from(start: number): Generator<string> {
-    for (let index = start; index < this.#names.length; index++) yield this.#names[index] as string;
+/** Index of the first name of `names` (sorted) that is not less than `name`. */
+function lowerBound(names: readonly string[], name: string): number {
+  let low = 0;
+  let high = names.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((names[middle] as string) < name) low = middle + 1;
+    else high = middle;
   }
+  return low;
 }

@@ -6,7 +6,7 @@ import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
 import { decodePageToken, encodePageToken, resolvePageSize } from "./page-token.js";
 import { SortedNames } from "./sorted-names.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
-import { lazySchemaCheck } from "./lazy-schema-check.js";
+import { RegistryEntry } from "./registry-entry.js";
 import { validateSpec } from "./validate-spec.js";
 
 /** Options of a {@link ToolRegistry}. */
@@ -69,7 +69,7 @@ interface LocalHandler {
  * reach an object's prototype.
  */
 export class ToolRegistry {
-  readonly #tools = new Map<string, RegisteredTool>();
+  readonly #tools = new Map<string, RegistryEntry>();
   readonly #names = new SortedNames();
   readonly #listeners = new Set<ToolChangeListener>();
   readonly #log: ChangeLog;
@@ -147,13 +147,7 @@ export class ToolRegistry {
       hasHandler: registration.handler !== undefined,
       version,
     });
-    this.#tools.set(name, {
-      spec,
-      handler: registration.handler,
-      checkInputs: validated.checkInputs,
-      checkOutput: validated.checkOutput,
-      hooks: registration.hooks,
-    });
+    this.#tools.set(name, new RegistryEntry(spec, registration.handler, registration.hooks));
     this.#names.add(name);
     this.#offline.delete(name);
     this.#commit({ kind: existing ? "updated" : "added", spec, version });
@@ -205,12 +199,12 @@ export class ToolRegistry {
     const prefix = namespace === "" ? "" : `${namespace}.`;
     // Start at the namespace, or just past the previous page's last name when that is later.
     const resumeKey = after === "" ? "" : `${after}\u0000`;
-    const start = this.#names.lowerBound(resumeKey > prefix ? resumeKey : prefix);
+    const start = resumeKey > prefix ? resumeKey : prefix;
     const tools: ToolSpec[] = [];
     let nextPageToken = "";
     for (const name of this.#names.from(start)) {
       if (!name.startsWith(prefix)) break;
-      const tool = this.#tools.get(name) as RegisteredTool;
+      const tool = this.#tools.get(name) as RegistryEntry;
       if (toolType !== "" && tool.spec.toolType !== toolType) continue;
       if (query.include && !query.include(tool.spec)) continue;
       if (tools.length === pageSize) {
@@ -225,7 +219,7 @@ export class ToolRegistry {
   /** Every tool in name order with the version they reflect. */
   snapshot(): { specs: ToolSpec[]; version: bigint } {
     const specs: ToolSpec[] = [];
-    for (const name of this.#names.from(0)) specs.push((this.#tools.get(name) as RegisteredTool).spec);
+    for (const name of this.#names.from("")) specs.push((this.#tools.get(name) as RegistryEntry).spec);
     return { specs, version: this.#version };
   }
 
@@ -267,7 +261,7 @@ export class ToolRegistry {
   detachHandler(name: string): void {
     this.#localHandlers.delete(name);
     const existing = this.#tools.get(name);
-    if (existing) this.#tools.set(name, { ...existing, handler: undefined, hooks: undefined });
+    if (existing) this.#tools.set(name, new RegistryEntry(existing.spec));
   }
 
   /** Names of the tools this process has a handler for through {@link attachHandler}. */
@@ -279,7 +273,7 @@ export class ToolRegistry {
   refreshHandler(name: string): void {
     const existing = this.#tools.get(name);
     const local = this.#localHandlers.get(name);
-    if (existing && local) this.#tools.set(name, { ...existing, handler: local.handler, hooks: local.hooks });
+    if (existing && local) this.#tools.set(name, new RegistryEntry(existing.spec, local.handler, local.hooks));
   }
 
   /** Notes that `name` is about to be removed because `provider` went offline (see {@link remove}). */
@@ -324,13 +318,7 @@ export class ToolRegistry {
 
   #put(spec: ToolSpec): void {
     const local = this.#localHandlers.get(spec.name);
-    this.#tools.set(spec.name, {
-      spec,
-      handler: local?.handler,
-      checkInputs: lazySchemaCheck(spec.inputSchema),
-      checkOutput: lazySchemaCheck(spec.outputSchema),
-      hooks: local?.hooks,
-    });
+    this.#tools.set(spec.name, new RegistryEntry(spec, local?.handler, local?.hooks));
     this.#names.add(spec.name);
   }
 

@@ -1,11 +1,12 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { ToolCapabilitySchema, ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
-import { checkJsonObject } from "../json/check-json.js";
+import { measureJsonObject } from "../json/check-json.js";
 import { showValue } from "../json/schema-errors.js";
-import { compileSchema, InvalidSchemaError, type SchemaCheck } from "../json/schema-validator.js";
+import { checkSchema, InvalidSchemaError } from "../json/schema-validator.js";
 import { maxDurationMs } from "./check-duration.js";
 import { checkSegmentName, checkToolName, quote } from "./names.js";
+import { sharedCapabilities } from "./shared-capabilities.js";
 
 /** Longest description, in characters. */
 export const maxDescriptionLength = 4096;
@@ -16,11 +17,9 @@ export const maxSchemaDepth = 32;
 /** Longest default timeout a spec may declare: one day, in milliseconds. */
 export const maxTimeoutMs = maxDurationMs;
 
-/** A spec that passed {@link validateSpec}, with its compiled schema checks. */
+/** A spec that passed {@link validateSpec}. Its schemas are compiled when first used. */
 export interface ValidatedSpec {
   readonly spec: ToolSpec;
-  readonly checkInputs: SchemaCheck | undefined;
-  readonly checkOutput: SchemaCheck | undefined;
 }
 
 /** How messages name the fields of a spec: as the author wrote them. */
@@ -44,8 +43,9 @@ export const wireKeyNames: SpecKeyNames = {
 };
 
 /**
- * Checks a spec sent for registration and returns a clean copy (output-only fields cleared) with
- * its compiled schemas. Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
+ * Checks a spec sent for registration and returns a clean copy (output-only fields cleared).
+ * Schemas are checked as strictly as compiling them would, but mostly without compiling them
+ * (see `checkSchema`). Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
  * the name, the description, the tool type, the read_only rule, or a schema (not draft 2020-12,
  * an unknown keyword, a root that refuses objects, a pattern the linear-time engine refuses).
  * Messages name fields by `keys` (default: the protobuf names).
@@ -63,7 +63,7 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
   }
   const typeError = checkSegmentName(spec.toolType, keys.toolType);
   if (typeError) throw registrationError(name, typeError.details);
-  const capabilities = create(ToolCapabilitySchema, spec.capabilities ?? {});
+  const capabilities = sharedCapabilities(spec.capabilities);
   if (capabilities.readOnly && (capabilities.writes || capabilities.checkpointable)) {
     const flags = [capabilities.writes && "writes", capabilities.checkpointable && "checkpointable"]
       .filter(Boolean)
@@ -91,8 +91,8 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
       `${keys.defaultTimeoutMs} of ${quote(name)} (${spec.defaultTimeoutMs}) exceeds its ${keys.maxTimeoutMs} (${spec.maxTimeoutMs}): lower the default or raise the maximum`,
     );
   }
-  const checkInputs = compileField(name, keys.inputSchema, spec.inputSchema);
-  const checkOutput = compileField(name, keys.outputSchema, spec.outputSchema);
+  const inputSchema = checkSchemaField(name, keys.inputSchema, spec.inputSchema);
+  const outputSchema = checkSchemaField(name, keys.outputSchema, spec.outputSchema);
   const clean = create(ToolSpecSchema, {
     name,
     description: spec.description,
@@ -101,20 +101,26 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
     defaultTimeoutMs: spec.defaultTimeoutMs,
     maxTimeoutMs: spec.maxTimeoutMs,
     maxConcurrency: spec.maxConcurrency,
-    ...(spec.inputSchema ? { inputSchema: spec.inputSchema } : {}),
-    ...(spec.outputSchema ? { outputSchema: spec.outputSchema } : {}),
+    ...(inputSchema ? { inputSchema } : {}),
+    ...(outputSchema ? { outputSchema } : {}),
   });
-  return { spec: clean, checkInputs, checkOutput };
+  return { spec: clean };
 }
 
-function compileField(name: string, field: string, schema: JsonObject | undefined): SchemaCheck | undefined {
+/**
+ * Checks one schema of a spec and returns the copy to keep: parsed from the JSON text the check
+ * made, so the spec owns it (an author's later change cannot reach it) and it is compact (JSON.parse
+ * builds smaller objects than protobuf's Struct decoding, and shares short strings such as
+ * "string" or "object" between tools).
+ */
+function checkSchemaField(name: string, field: string, schema: JsonObject | undefined): JsonObject | undefined {
   if (!schema) return undefined;
-  const check = checkJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
+  const check = measureJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
   if (!check.ok) throw registrationError(name, `${check.problem} (tool ${quote(name)})`);
   const rootProblem = checkAcceptsObjects(schema);
   if (rootProblem) throw registrationError(name, `${field} of ${quote(name)} ${rootProblem}`);
   try {
-    return compileSchema(schema);
+    return JSON.parse(checkSchema(schema)) as JsonObject;
   } catch (error) {
     if (!(error instanceof InvalidSchemaError)) throw error;
     throw registrationError(

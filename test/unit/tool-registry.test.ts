@@ -29,6 +29,24 @@ describe("ToolRegistry", () => {
     });
   });
 
+  describe("schemas", () => {
+    it("keeps its own copy of a spec's schema, checked on first use with the usual messages", () => {
+      const registry = new ToolRegistry("default");
+      const inputSchema = { type: "object", properties: { n: { type: "integer", minimum: 1 } }, required: ["n"] };
+      registry.register({ spec: create(ToolSpecSchema, { name: "a.count", inputSchema }) });
+      inputSchema.required = ["m"];
+      const tool = registry.get("a.count");
+      expect(tool?.spec.inputSchema).to.deep.equal({
+        type: "object",
+        properties: { n: { type: "integer", minimum: 1 } },
+        required: ["n"],
+      });
+      expect(tool?.checkInputs?.({ n: 0 })).to.deep.equal(["/n is 0: must be >= 1"]);
+      expect(tool?.checkInputs?.({ n: 2 })).to.deep.equal([]);
+      expect(tool?.checkOutput).to.equal(undefined);
+    });
+  });
+
   describe("get()", () => {
     it("returns undefined for unknown names, prototype names included", () => {
       const registry = new ToolRegistry("default");
