@@ -44,7 +44,7 @@ describe("TurnBudget", () => {
 
   it("never lets new work pass work that waits", async () => {
     const budget = new TurnBudget(10, now);
-    budget.pause();
+    expect(budget.pause()).to.equal(undefined);
     clockMs += 20;
     const order: string[] = [];
     const first = (budget.pause() as Promise<void>).then(() => order.push("waiting"));
