@@ -4,8 +4,8 @@ import { performance } from "node:perf_hooks";
  * A bound on how long work that can wait may hold one turn of the event loop. Code doing such work
  * asks {@link pause} at its natural breaks: while the turn has budget left it goes on at once;
  * past it, it continues in a later turn, after the event loop has read the sockets that waited
- * (health probes, other clients). Thousands of runs whose sleeps end in the same millisecond would
- * otherwise all be finished, and as many queued runs started, in one turn.
+ * (health probes, other clients). Thousands of runs whose sleeps end in the same millisecond free
+ * as many slots at once, and every queued run they admit would otherwise start in that one turn.
  */
 export class TurnBudget {
   readonly #budgetMs: number;
@@ -81,5 +81,5 @@ export class TurnBudget {
   };
 }
 
-/** The process's budget for run work (finishing runs, starting queued ones): 5 ms a turn. */
+/** The process's budget for starting queued runs that were granted a slot: 5 ms a turn. */
 export const runWorkBudget = new TurnBudget(5);

@@ -3,7 +3,6 @@ import { performance } from "node:perf_hooks";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { Cancellation, cancellationOfSignal, type CancellationView } from "../async/cancellation.js";
 import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
-import { runWorkBudget } from "../async/turn-budget.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
@@ -245,9 +244,6 @@ export async function executeTool(
   const durationMs = performance.now() - began;
   // Let a handler that is still running learn that nobody waits for it any more.
   handlerCancellation.abort(runFinished);
-  // A break in the run's work: when many runs end in one turn, the rest finish in later turns.
-  const paused = runWorkBudget.pause();
-  if (paused) await paused;
 
   switch (outcome.kind) {
     case "aborted":
