@@ -32,7 +32,7 @@ export interface BenchOptions {
   readonly burstEveryRound: boolean;
   /** The cases to run. */
   readonly cases: ReadonlySet<CaseNumber>;
-  /** Instead of the cases: CPU-profile the toolruntime server under case 1's load. */
+  /** Instead of the cases: CPU-profile the toolruntime server under case 1's load, or the wire cases chosen. */
   readonly profile: boolean;
   /** Seed of the order of the cases in each round. */
   readonly seed: number;
@@ -46,7 +46,8 @@ export const usage = `npm run bench [-- options]
   --cases LIST    only these cases, e.g. 1,4 (1 gRPC overhead, 2 HTTP overhead, 3 RunTool stream,
                   4 MCP peer, 5 registry scale in process, 6 concurrency in process,
                   7 registrations over gRPC, 8 admission burst over gRPC)
-  --profile       CPU-profile the toolruntime server under case 1's load and list where the time goes
+  --profile       CPU-profile the toolruntime server (and its baseline) under the load of case 1, or of the
+                  wire cases named by --cases (1–4), and list where the time goes
   --seed N        seed of the order of the cases in each round
 `;
 

@@ -10,7 +10,7 @@ import { wireVariants } from "./cases/wire-variants.js";
 import type { WindowCheck } from "./cases/server-counters.js";
 import { ensureH2load } from "./lib/ensure-h2load.js";
 import type { MachineLoad } from "./lib/machine-load.js";
-import { readOptions, usage, type BenchOptions } from "./options.js";
+import { allCases, readOptions, usage, type BenchOptions } from "./options.js";
 import { planRounds, type Step } from "./plan-rounds.js";
 import { renderProfile } from "./profile/profile-markdown.js";
 import { profileVariant } from "./profile/profile-server.js";
@@ -134,16 +134,27 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
   }
 }
 
+/** The variants profiled for each wire case: the toolruntime's, then its baseline's. */
+const profiledVariants = {
+  1: ["toolruntime-grpc", "grpc-echo"],
+  2: ["toolruntime-connect-proto", "connect-echo-proto"],
+  3: ["toolruntime-runtool"],
+  4: ["toolruntime-mcp", "mcp-noop"],
+} as const;
+
 async function runProfile(options: BenchOptions): Promise<void> {
   const echo = await probeNoopResponse();
   const settings = { warmupS: options.warmupS, measureS: Math.max(options.measureS, 5), echoResponse: echo };
+  // Case 1 unless --cases names wire cases: each profiled beside its baseline.
+  const chosen = [...options.cases].filter((n) => n in profiledVariants);
+  const cases = options.cases.size === allCases.length || chosen.length === 0 ? [1] : chosen;
   const sections = [
-    "# Where the time goes: CPU profiles under case 1's load",
+    `# Where the time goes: CPU profiles under the load of case ${cases.join(", ")}`,
     "",
     "Self time of the server's main thread (`node --cpu-prof`) while under load (warm-up and measurement; start-up left out), idle time left out; µs/call divides by the calls served in that time.",
     "",
   ];
-  for (const id of ["toolruntime-grpc", "grpc-echo"] as const) {
+  for (const id of cases.flatMap((n) => profiledVariants[n as keyof typeof profiledVariants])) {
     const variant = wireVariants.find((v) => v.id === id);
     if (variant) sections.push(renderProfile(await profileVariant(variant, settings)));
   }

@@ -1,269 +1,433 @@
-import { toBinary, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { create, ScalarType, toBinary, type DescField, type DescMessage, type JsonObject } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
+import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import {
+  BinaryOut,
+  int32Size,
+  int64Size,
+  tagBytes,
+  utf8Length,
+  varintSize,
+  wireInt64,
+  type Int64Value,
+} from "./binary-out.js";
+import { structSize, writeStructFields } from "./struct-binary.js";
 
 /**
- * protobuf-es encodes a `google.protobuf.Struct` field (a JSON object in the generated types) by
- * first converting it into reflected Struct and Value messages, which made a result's metadata
- * cost four times the rest of an ExecuteTool response. Here such fields are written directly (two passes
- * into one buffer) and handed to `toBinary` as an already-encoded field of the same
- * number (an "unknown" field, which `toBinary` writes verbatim): the bytes decode to the same
- * message, and every other field is still encoded by protobuf-es.
+ * Messages encoded byte for byte as protobuf-es's `toBinary` encodes them, several times faster:
+ * an encoder is compiled once per message type from its descriptor, measures the message first and
+ * then writes it into one buffer (see BinaryOut), and writes `google.protobuf.Struct` fields
+ * straight from their JSON objects. It takes a message or the plain object `create` would take.
+ * Types it does not cover (map keys other than strings, sint and fixed 64-bit scalars, groups) are
+ * left to protobuf-es. A test compares both encoders on every message type of the API.
  */
-
-/** A way from a message to a Struct field inside it: singular message fields and oneof cases. */
-interface StructPath {
-  /** The fields leading to the message that holds the Struct field, outermost first. */
-  readonly steps: readonly DescField[];
-  readonly field: DescField;
-}
-
-const maxPathDepth = 6;
-const pathsBySchema = new WeakMap<DescMessage, readonly StructPath[]>();
-
-/** `message` encoded as protobuf-es's `toBinary` would, with its Struct fields written directly. */
 export function toBinaryFast(schema: DescMessage, message: object): Uint8Array {
-  let paths = pathsBySchema.get(schema);
-  if (!paths) {
-    paths = structPaths(schema, [], new Set());
-    pathsBySchema.set(schema, paths);
-  }
-  let encoded = message as Record<string, unknown>;
-  for (const path of paths) encoded = withStructEncoded(encoded, path, 0);
-  return toBinary(schema, encoded as never);
-}
-
-/** The paths, from `schema`, to every Struct field reachable through singular message fields. */
-function structPaths(schema: DescMessage, steps: DescField[], seen: Set<DescMessage>): StructPath[] {
-  if (steps.length >= maxPathDepth || seen.has(schema)) return [];
-  const paths: StructPath[] = [];
-  const inside = new Set(seen).add(schema);
-  for (const field of schema.fields) {
-    if (field.fieldKind !== "message") continue;
-    if (field.message.typeName === "google.protobuf.Struct") paths.push({ steps, field });
-    else if (!field.message.typeName.startsWith("google.protobuf."))
-      paths.push(...structPaths(field.message, [...steps, field], inside));
-  }
-  return paths;
-}
-
-/** A copy of `message` along `path` (only the messages on it are copied) with the Struct pre-encoded. */
-function withStructEncoded(message: Record<string, unknown>, path: StructPath, depth: number): Record<string, unknown> {
-  if (depth === path.steps.length) {
-    const value = read(message, path.field);
-    if (value === undefined) return message;
-    const copy = write({ ...message }, path.field, undefined);
-    const unknown = (message["$unknown"] as unknown[] | undefined) ?? [];
-    copy["$unknown"] = [
-      ...unknown,
-      { no: path.field.number, wireType: WireType.LengthDelimited, data: encodeStructField(value as JsonObject) },
-    ];
-    return copy;
-  }
-  const step = path.steps[depth] as DescField;
-  const inner = read(message, step) as Record<string, unknown> | undefined;
-  if (inner === undefined) return message;
-  const encoded = withStructEncoded(inner, path, depth + 1);
-  return encoded === inner ? message : write({ ...message }, step, encoded);
-}
-
-/** The value of a field, undefined when unset or when its oneof holds another case. */
-function read(message: Record<string, unknown>, field: DescField): unknown {
-  if (!field.oneof) return message[field.localName] ?? undefined;
-  const oneof = message[field.oneof.localName] as { case?: string; value?: unknown } | undefined;
-  return oneof?.case === field.localName ? oneof.value : undefined;
-}
-
-/** Sets a field on a copy (made by the caller); `undefined` clears it. */
-function write(copy: Record<string, unknown>, field: DescField, value: unknown): Record<string, unknown> {
-  if (!field.oneof) copy[field.localName] = value;
-  else copy[field.oneof.localName] = value === undefined ? { case: undefined } : { case: field.localName, value };
-  return copy;
-}
-
-/** A JSON object as the bytes of a `google.protobuf.Struct` message. */
-export function encodeStruct(object: JsonObject): Uint8Array {
+  const codec = messageCodec(schema);
+  if (!codec) return toBinary(schema, create(schema, message as never));
   const sizes: number[] = [];
-  const size = structSize(object, sizes);
-  const out = new StructWriter(Buffer.allocUnsafe(size), sizes);
-  out.structFields(object);
+  const size = codec.size(message as Fields, sizes);
+  const out = new BinaryOut(Buffer.allocUnsafe(size), sizes);
+  codec.write(message as Fields, out);
   return out.buffer;
 }
 
-/** The same, length-prefixed: the value of a Struct field as an unknown field holds it. */
-function encodeStructField(object: JsonObject): Uint8Array {
-  const sizes: number[] = [];
-  const size = structSize(object, sizes);
-  const out = new StructWriter(Buffer.allocUnsafe(varintSize(size) + size), sizes);
-  out.varint(size);
-  out.structFields(object);
-  return out.buffer;
-}
-
-// The encoding is computed in two passes, sizes first (kept in visiting order) and then bytes
-// into one buffer: BinaryWriter's fork and join cost more than the rest of the encoding.
-// google.protobuf.Struct: map<string, Value> fields = 1, each entry a message (key = 1, value = 2).
-// google.protobuf.Value: null_value = 1, number_value = 2, string_value = 3, bool_value = 4,
-// struct_value = 5, list_value = 6; google.protobuf.ListValue: repeated Value values = 1.
-const tagEntry = (1 << 3) | WireType.LengthDelimited;
-const tagKey = (1 << 3) | WireType.LengthDelimited;
-const tagValue = (2 << 3) | WireType.LengthDelimited;
-const tagNull = (1 << 3) | WireType.Varint;
-const tagNumber = (2 << 3) | WireType.Bit64;
-const tagString = (3 << 3) | WireType.LengthDelimited;
-const tagBool = (4 << 3) | WireType.Varint;
-const tagStruct = (5 << 3) | WireType.LengthDelimited;
-const tagList = (6 << 3) | WireType.LengthDelimited;
-const tagListItem = (1 << 3) | WireType.LengthDelimited;
-
-/** Strings up to this length are measured and copied in JavaScript: a call into Buffer costs more. */
-const shortString = 64;
-
-/** UTF-8 length of `text`. */
-function utf8Length(text: string): number {
-  if (text.length > shortString) return Buffer.byteLength(text);
-  let length = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0x80) return Buffer.byteLength(text);
-    length++;
+/**
+ * A message of `schema` that protobuf-es's `toBinary` writes as exactly `bytes` (the encoding of
+ * a message of that type): every field unset, the bytes carried as one unknown field. Lets a
+ * transport that encodes with protobuf-es (Connect) send what {@link toBinaryFast} encoded. Only
+ * for binary codecs: the JSON codec drops unknown fields.
+ */
+export function preEncodedMessage(schema: DescMessage, bytes: Uint8Array): object {
+  const message = create(schema) as { $unknown?: { no: number; wireType: WireType; data: Uint8Array }[] };
+  if (bytes.byteLength === 0) return message;
+  // The first field's tag is read off, so that toBinary writes it back in front of the rest.
+  let tag = 0;
+  let shift = 0;
+  let at = 0;
+  for (;;) {
+    const byte = bytes[at++] as number;
+    tag += (byte & 0x7f) * 2 ** shift;
+    shift += 7;
+    if (byte < 0x80) break;
   }
-  return length;
+  message.$unknown = [{ no: Math.floor(tag / 8), wireType: tag % 8, data: bytes.subarray(at) }];
+  return message;
 }
 
-function varintSize(value: number): number {
-  return value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5;
+type Fields = Record<string, unknown>;
+
+/** Measures and writes a message's content (its fields, without a tag or length of its own). */
+interface MessageCodec {
+  size(message: Fields, sizes: number[]): number;
+  write(message: Fields, out: BinaryOut): void;
 }
 
-function delimitedSize(size: number): number {
-  return 1 + varintSize(size) + size;
+/** Measures and writes one field of a message, tags included; 0 bytes when it is not set. */
+interface FieldCodec {
+  size(message: Fields, sizes: number[]): number;
+  write(message: Fields, out: BinaryOut): void;
 }
 
-/** Size of a Struct's fields; pushes each nested size in the order the writer needs them. */
-function structSize(object: JsonObject, sizes: number[]): number {
-  let total = 0;
-  for (const key of Object.keys(object)) {
-    const value = object[key];
-    if (value === undefined) continue;
-    const at = sizes.push(0, 0) - 2;
-    const valueSize = valueFieldsSize(value, sizes);
-    const entrySize = delimitedSize(utf8Length(key)) + delimitedSize(valueSize);
-    sizes[at] = entrySize;
-    sizes[at + 1] = valueSize;
-    total += delimitedSize(entrySize);
+/** Measures and writes one value (of a field, a list item or a map entry), without its tag. */
+interface ValueCodec {
+  readonly wireType: WireType;
+  size(value: unknown, sizes: number[]): number;
+  write(value: unknown, out: BinaryOut): void;
+}
+
+/** google.protobuf.FeatureSet.FieldPresence.IMPLICIT, as the descriptors report it. */
+const implicitPresence: number = 2;
+
+const codecs = new WeakMap<DescMessage, MessageCodec | null>();
+
+/** The codec of a message type, compiled on first use; null when protobuf-es must encode it. */
+function messageCodec(schema: DescMessage): MessageCodec | null {
+  let codec = codecs.get(schema);
+  if (codec === undefined) {
+    codec = covers(schema, new Set()) ? compileMessage(schema) : null;
+    codecs.set(schema, codec);
   }
-  return total;
+  return codec;
 }
 
-function valueFieldsSize(value: JsonValue, sizes: number[]): number {
-  switch (typeof value) {
-    case "number":
-      return 9;
-    case "string":
-      return delimitedSize(utf8Length(value));
-    case "boolean":
-      return 2;
-    case "object": {
-      if (value === null) return 2;
-      const at = sizes.push(0) - 1;
-      let inner = 0;
-      if (Array.isArray(value)) {
-        for (const item of value) {
-          const itemAt = sizes.push(0) - 1;
-          const itemSize = valueFieldsSize(item, sizes);
-          sizes[itemAt] = itemSize;
-          inner += delimitedSize(itemSize);
+/** Whether every field reachable from `schema` is of a kind compiled here. */
+function covers(schema: DescMessage, seen: Set<DescMessage>): boolean {
+  if (seen.has(schema)) return true;
+  seen.add(schema);
+  return schema.fields.every((field) => {
+    if (field.fieldKind === "map" && field.mapKey !== ScalarType.STRING) return false;
+    const scalar =
+      field.fieldKind === "scalar" || field.fieldKind === "list" || field.fieldKind === "map"
+        ? field.scalar
+        : undefined;
+    if (scalar !== undefined && !coveredScalars.has(scalar)) return false;
+    if (field.message && !(usesJson(field) || covers(field.message, seen))) return false;
+    return true;
+  });
+}
+
+const coveredScalars = new Set<ScalarType>([
+  ScalarType.DOUBLE,
+  ScalarType.FLOAT,
+  ScalarType.INT32,
+  ScalarType.UINT32,
+  ScalarType.BOOL,
+  ScalarType.STRING,
+  ScalarType.BYTES,
+  ScalarType.FIXED32,
+  ScalarType.SFIXED32,
+  ScalarType.INT64,
+  ScalarType.UINT64,
+]);
+
+/** Struct fields hold JSON objects, except inside google.protobuf.Value (as protobuf-es has it). */
+function usesJson(field: DescField): boolean {
+  return field.message?.typeName === "google.protobuf.Struct" && field.parent.typeName !== "google.protobuf.Value";
+}
+
+function compileMessage(schema: DescMessage): MessageCodec {
+  const fields: FieldCodec[] = [];
+  const codec: MessageCodec = {
+    size(message, sizes) {
+      let total = 0;
+      for (let i = 0; i < fields.length; i++) total += (fields[i] as FieldCodec).size(message, sizes);
+      const unknown = message["$unknown"] as UnknownField[] | undefined;
+      if (unknown)
+        for (const field of unknown) total += tagBytes(field.no, field.wireType).length + field.data.byteLength;
+      return total;
+    },
+    write(message, out) {
+      for (let i = 0; i < fields.length; i++) (fields[i] as FieldCodec).write(message, out);
+      const unknown = message["$unknown"] as UnknownField[] | undefined;
+      if (unknown) {
+        for (const field of unknown) {
+          out.tag(tagBytes(field.no, field.wireType));
+          out.raw(field.data);
         }
-      } else {
-        inner = structSize(value, sizes);
       }
-      sizes[at] = inner;
-      return delimitedSize(inner);
-    }
-    default:
-      throw new TypeError(`a ${typeof value} is not a JSON value`);
+    },
+  };
+  // Registered before its fields compile, so that a recursive type finds itself.
+  codecs.set(schema, codec);
+  // protobuf-es writes fields in the order of their numbers.
+  for (const field of [...schema.fields].sort((a, b) => a.number - b.number)) fields.push(compileField(field));
+  return codec;
+}
+
+interface UnknownField {
+  readonly no: number;
+  readonly wireType: WireType;
+  readonly data: Uint8Array;
+}
+
+function compileField(field: DescField): FieldCodec {
+  switch (field.fieldKind) {
+    case "list":
+      return listField(
+        field,
+        field.listKind === "message" ? messageValue(field) : scalarValue(field.scalar ?? ScalarType.INT32),
+      );
+    case "map":
+      return mapField(field);
+    case "message":
+      return singularField(field, messageValue(field));
+    case "enum":
+      return singularField(field, scalarValue(ScalarType.INT32));
+    case "scalar":
+      return singularField(field, scalarValue(field.scalar));
   }
 }
 
-class StructWriter {
-  #pos = 0;
-  #next = 0;
-
-  constructor(
-    readonly buffer: Buffer,
-    private readonly sizes: readonly number[],
-  ) {}
-
-  varint(value: number): void {
-    while (value > 0x7f) {
-      this.buffer[this.#pos++] = (value & 0x7f) | 0x80;
-      value >>>= 7;
-    }
-    this.buffer[this.#pos++] = value;
+/** A singular field: set when its oneof holds it, when it is present, or when it is not zero. */
+function singularField(field: DescField, value: ValueCodec): FieldCodec {
+  const tag = tagBytes(field.number, value.wireType);
+  const name = field.localName;
+  let read: (message: Fields) => unknown;
+  if (field.oneof) {
+    const oneofName = field.oneof.localName;
+    read = (message) => {
+      const oneof = message[oneofName] as { case?: string; value?: unknown } | undefined;
+      return oneof?.case === name ? oneof.value : undefined;
+    };
+  } else if ((field.presence as number) !== implicitPresence) {
+    read = (message) => message[name] ?? undefined;
+  } else {
+    const isZero = zeroTest(field);
+    read = (message) => {
+      const current = message[name];
+      return current === undefined || current === null || isZero(current) ? undefined : current;
+    };
   }
+  return {
+    size(message, sizes) {
+      const current = read(message);
+      return current === undefined ? 0 : tag.length + value.size(current, sizes);
+    },
+    write(message, out) {
+      const current = read(message);
+      if (current === undefined) return;
+      out.tag(tag);
+      value.write(current, out);
+    },
+  };
+}
 
-  #string(text: string): void {
-    const length = utf8Length(text);
-    this.varint(length);
-    if (length === text.length && length <= shortString) {
-      // ASCII: one byte per character.
-      for (let i = 0; i < length; i++) this.buffer[this.#pos++] = text.charCodeAt(i);
-    } else {
-      this.#pos += this.buffer.write(text, this.#pos, length, "utf8");
-    }
+/** The zero test of an implicit-presence field, as protobuf-es applies it. */
+function zeroTest(field: DescField): (value: unknown) => boolean {
+  if (field.fieldKind === "enum") {
+    const zero = field.enum.values[0]?.number ?? 0;
+    return (value) => value === zero;
   }
+  switch (field.scalar) {
+    case ScalarType.BOOL:
+      return (value) => value === false;
+    case ScalarType.STRING:
+      return (value) => value === "";
+    case ScalarType.BYTES:
+      return (value) => value instanceof Uint8Array && value.byteLength === 0;
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      // Object.is tells -0 (written) from 0 (not).
+      return (value) => Object.is(value, 0);
+    default:
+      // Loose on purpose: 0, 0n and "0" are all zero.
 
-  structFields(object: JsonObject): void {
-    for (const key of Object.keys(object)) {
-      const value = object[key];
-      if (value === undefined) continue;
-      const entrySize = this.sizes[this.#next++] as number;
-      const valueSize = this.sizes[this.#next++] as number;
-      this.buffer[this.#pos++] = tagEntry;
-      this.varint(entrySize);
-      this.buffer[this.#pos++] = tagKey;
-      this.#string(key);
-      this.buffer[this.#pos++] = tagValue;
-      this.varint(valueSize);
-      this.valueFields(value);
-    }
+      return (value) => value == 0;
   }
+}
 
-  valueFields(value: JsonValue): void {
-    switch (typeof value) {
-      case "number":
-        this.buffer[this.#pos++] = tagNumber;
-        this.#pos = this.buffer.writeDoubleLE(value, this.#pos);
-        return;
-      case "string":
-        this.buffer[this.#pos++] = tagString;
-        this.#string(value);
-        return;
-      case "boolean":
-        this.buffer[this.#pos++] = tagBool;
-        this.buffer[this.#pos++] = value ? 1 : 0;
-        return;
-      case "object":
-        if (value === null) {
-          this.buffer[this.#pos++] = tagNull;
-          this.buffer[this.#pos++] = 0;
-          return;
-        }
-        if (Array.isArray(value)) {
-          this.buffer[this.#pos++] = tagList;
-          this.varint(this.sizes[this.#next++] as number);
-          for (const item of value) {
-            this.buffer[this.#pos++] = tagListItem;
-            this.varint(this.sizes[this.#next++] as number);
-            this.valueFields(item);
-          }
-          return;
-        }
-        this.buffer[this.#pos++] = tagStruct;
-        this.varint(this.sizes[this.#next++] as number);
-        this.structFields(value);
-        return;
-      default:
-        throw new TypeError(`a ${typeof value} is not a JSON value`);
-    }
+/** A repeated field: scalars packed when the field says so, anything else one tagged value per item. */
+function listField(field: Extract<DescField, { fieldKind: "list" }>, value: ValueCodec): FieldCodec {
+  const name = field.localName;
+  if (field.packed && value.wireType !== WireType.LengthDelimited) {
+    const tag = tagBytes(field.number, WireType.LengthDelimited);
+    return {
+      size(message, sizes) {
+        const items = message[name] as readonly unknown[] | undefined;
+        if (!items || items.length === 0) return 0;
+        let content = 0;
+        for (let i = 0; i < items.length; i++) content += value.size(items[i], sizes);
+        sizes.push(content);
+        return tag.length + varintSize(content) + content;
+      },
+      write(message, out) {
+        const items = message[name] as readonly unknown[] | undefined;
+        if (!items || items.length === 0) return;
+        out.tag(tag);
+        out.varint(out.nextSize());
+        for (let i = 0; i < items.length; i++) value.write(items[i], out);
+      },
+    };
   }
+  const tag = tagBytes(field.number, value.wireType);
+  return {
+    size(message, sizes) {
+      const items = message[name] as readonly unknown[] | undefined;
+      if (!items) return 0;
+      let total = 0;
+      for (let i = 0; i < items.length; i++) total += tag.length + value.size(items[i], sizes);
+      return total;
+    },
+    write(message, out) {
+      const items = message[name] as readonly unknown[] | undefined;
+      if (!items) return;
+      for (let i = 0; i < items.length; i++) {
+        out.tag(tag);
+        value.write(items[i], out);
+      }
+    },
+  };
+}
+
+/** A map with string keys: one entry message per key (key = 1, value = 2), both always written. */
+function mapField(field: DescField): FieldCodec {
+  if (field.fieldKind !== "map") throw new Error(`${field.toString()} is not a map`);
+  const name = field.localName;
+  const tag = tagBytes(field.number, WireType.LengthDelimited);
+  const keyTag = tagBytes(1, WireType.LengthDelimited);
+  const value = field.mapKind === "message" ? messageValue(field) : scalarValue(field.scalar ?? ScalarType.INT32);
+  const valueTag = tagBytes(2, value.wireType);
+  return {
+    size(message, sizes) {
+      const record = message[name] as Record<string, unknown> | undefined;
+      if (!record) return 0;
+      let total = 0;
+      for (const key of Object.keys(record)) {
+        const at = sizes.push(0) - 1;
+        const keyLength = utf8Length(key);
+        sizes.push(keyLength);
+        const entry =
+          keyTag.length + varintSize(keyLength) + keyLength + valueTag.length + value.size(record[key], sizes);
+        sizes[at] = entry;
+        total += tag.length + varintSize(entry) + entry;
+      }
+      return total;
+    },
+    write(message, out) {
+      const record = message[name] as Record<string, unknown> | undefined;
+      if (!record) return;
+      for (const key of Object.keys(record)) {
+        out.tag(tag);
+        out.varint(out.nextSize());
+        out.tag(keyTag);
+        out.string(key, out.nextSize());
+        out.tag(valueTag);
+        value.write(record[key], out);
+      }
+    },
+  };
+}
+
+/** A message value, length-prefixed: a JSON object for a Struct, a scalar for a wrapper, else a message. */
+function messageValue(field: DescField): ValueCodec {
+  const schema = field.message as DescMessage;
+  if (usesJson(field)) return delimited((value, sizes) => structSize(value as JsonObject, sizes), writeJsonStruct);
+  // protobuf-es unwraps singular wrapper fields outside oneofs to their scalar value.
+  if (field.fieldKind === "message" && !field.oneof && isWrapperDesc(schema)) {
+    const valueName = (schema.fields[0] as DescField).localName;
+    const wrapper = messageCodec(schema) as MessageCodec;
+    return delimited(
+      (value, sizes) => wrapper.size({ [valueName]: value }, sizes),
+      (value, out) => wrapper.write({ [valueName]: value }, out),
+    );
+  }
+  // Compiled lazily: the type may be the one being compiled (a recursive message).
+  let codec: MessageCodec | undefined;
+  const get = (): MessageCodec => (codec ??= messageCodec(schema) as MessageCodec);
+  return delimited(
+    (value, sizes) => get().size(value as Fields, sizes),
+    (value, out) => get().write(value as Fields, out),
+  );
+}
+
+function writeJsonStruct(value: unknown, out: BinaryOut): void {
+  writeStructFields(out, value as JsonObject);
+}
+
+/** A length-prefixed value whose content `size` measures (recording nested sizes) and `write` writes. */
+function delimited(
+  size: (value: unknown, sizes: number[]) => number,
+  write: (value: unknown, out: BinaryOut) => void,
+): ValueCodec {
+  return {
+    wireType: WireType.LengthDelimited,
+    size(value, sizes) {
+      const at = sizes.push(0) - 1;
+      const content = size(value, sizes);
+      sizes[at] = content;
+      return varintSize(content) + content;
+    },
+    write(value, out) {
+      out.varint(out.nextSize());
+      write(value, out);
+    },
+  };
+}
+
+const scalarCodecs: Partial<Record<ScalarType, ValueCodec>> = {
+  [ScalarType.DOUBLE]: {
+    wireType: WireType.Bit64,
+    size: () => 8,
+    write: (value, out) => out.double(value as number),
+  },
+  [ScalarType.FLOAT]: {
+    wireType: WireType.Bit32,
+    size: () => 4,
+    write: (value, out) => out.float(value as number),
+  },
+  [ScalarType.INT32]: {
+    wireType: WireType.Varint,
+    size: (value) => int32Size(value as number),
+    write: (value, out) => out.int32(value as number),
+  },
+  [ScalarType.UINT32]: {
+    wireType: WireType.Varint,
+    size: (value) => varintSize((value as number) >>> 0),
+    write: (value, out) => out.varint((value as number) >>> 0),
+  },
+  [ScalarType.BOOL]: {
+    wireType: WireType.Varint,
+    size: () => 1,
+    write: (value, out) => out.byte(value ? 1 : 0),
+  },
+  [ScalarType.FIXED32]: {
+    wireType: WireType.Bit32,
+    size: () => 4,
+    write: (value, out) => out.fixed32(value as number),
+  },
+  [ScalarType.SFIXED32]: {
+    wireType: WireType.Bit32,
+    size: () => 4,
+    write: (value, out) => out.sfixed32(value as number),
+  },
+  [ScalarType.INT64]: {
+    wireType: WireType.Varint,
+    size: (value) => int64Size(wireInt64(value as Int64Value)),
+    write: (value, out) => out.int64(wireInt64(value as Int64Value)),
+  },
+  [ScalarType.UINT64]: {
+    wireType: WireType.Varint,
+    size: (value) => int64Size(wireInt64(value as Int64Value)),
+    write: (value, out) => out.int64(wireInt64(value as Int64Value)),
+  },
+  [ScalarType.STRING]: {
+    wireType: WireType.LengthDelimited,
+    size(value, sizes) {
+      const length = utf8Length(value as string);
+      sizes.push(length);
+      return varintSize(length) + length;
+    },
+    write: (value, out) => out.string(value as string, out.nextSize()),
+  },
+  [ScalarType.BYTES]: {
+    wireType: WireType.LengthDelimited,
+    size: (value) => varintSize((value as Uint8Array).byteLength) + (value as Uint8Array).byteLength,
+    write: (value, out) => out.bytes(value as Uint8Array),
+  },
+};
+
+function scalarValue(scalar: ScalarType): ValueCodec {
+  const codec = scalarCodecs[scalar];
+  if (!codec) throw new Error(`scalar type ${ScalarType[scalar]} is not covered`);
+  return codec;
 }
