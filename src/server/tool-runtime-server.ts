@@ -16,6 +16,7 @@ import { cancelledResultGraceMs } from "./call-run.js";
 import { createCallLimiter } from "./call-limiter.js";
 import { createCallPacer } from "./call-pacer.js";
 import { wrapService } from "./call-pipeline.js";
+import { binaryResponsesInterceptor } from "./connect-binary-responses.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { ensureSafeBind } from "./bind-safety.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
@@ -215,6 +216,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     writeMaxBytes: connection.maxMessageBytes,
     binaryOptions: { recursionLimit: protobufRecursionLimit },
     jsonOptions: { recursionLimit: protobufRecursionLimit },
+    interceptors: [binaryResponsesInterceptor()],
     shutdownSignal: shutdown.signal,
     contextValues: (request) => {
       const values = createContextValues();
