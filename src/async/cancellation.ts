@@ -55,8 +55,11 @@ export class Cancellation implements CancellationView {
     (this.#listeners ??= []).push(listener);
     return () => {
       const listeners = this.#listeners;
-      const index = listeners ? listeners.indexOf(listener) : -1;
-      if (index >= 0) listeners!.splice(index, 1);
+      if (!listeners) return;
+      const index = listeners.indexOf(listener);
+      if (index >= 0) listeners.splice(index, 1);
+      // A cancellation outlives its run in a retained record: an emptied list is let go.
+      if (listeners.length === 0) this.#listeners = undefined;
     };
   }
 }

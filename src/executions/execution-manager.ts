@@ -211,10 +211,7 @@ export class ExecutionManager {
     const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
     // Without approval, admission is decided now, so a full queue is the caller's status code.
     const ticket = needsApproval ? undefined : this.admission.admit(name, spec.maxConcurrency);
-    const record = new ExecutionRecord({
-      ...newRecordInit(request, spec, key, this.eventLimits),
-      ordinal: this.nextOrdinal(),
-    });
+    const record = new ExecutionRecord(newRecordInit(request, spec, key, this.eventLimits, this.nextOrdinal()));
     this.store.add(record);
     this.launch(record, request, prepared as PreparedRun, retry, ticket);
     return { record, deduplicated: false };

@@ -44,12 +44,6 @@ export interface ExecutionRecordInit {
   readonly eventLimits: EventLimits;
 }
 
-/** An appended event not yet built as a message: its body and when it happened (epoch ms). */
-interface PendingEvent {
-  readonly body: EventBody;
-  readonly at: number;
-}
-
 /**
  * One run as a resource: its state, timings, attempts, approval, result, and the full, ordered log
  * of its events, which any number of watchers read at their own pace (so a slow watcher costs the
@@ -58,15 +52,20 @@ interface PendingEvent {
  * someone reads {@link events}: most runs of a unary call are never watched.
  */
 export class ExecutionRecord {
-  readonly createdAt = new Date();
+  // Times are kept as epoch milliseconds and the pending events as two plain arrays: a record is
+  // retained for a while after its run, and Dates, wrappers and boxed numbers made every retained
+  // record larger, and every collection of the young generation slower.
+  readonly #createdAtMs = Date.now();
   readonly #events: RunEvent[] = [];
-  #pending: PendingEvent[] = [];
+  /** Appended events not yet built as messages: their bodies, and when each happened (epoch ms). */
+  #pendingBodies: EventBody[] = [];
+  #pendingTimes: number[] = [];
   /** Cancels the run; its reason says why. */
   readonly cancellation = new Cancellation();
   state: ExecutionState = ExecutionState.RUNNING;
   attempts = 0;
   result: ToolResult | undefined;
-  finishedAt: Date | undefined;
+  #finishedAtMs: number | undefined;
   decision: Decision | undefined;
   droppedEvents = 0;
   #bytes = 0;
@@ -74,7 +73,7 @@ export class ExecutionRecord {
   readonly #timings = { awaitingApprovalMs: 0, queuedMs: 0, runningMs: 0 };
   #stateSince = performance.now();
   #clockStopped = false;
-  #waiters: (() => void)[] = [];
+  #waiters: (() => void)[] | undefined;
   #decide: ((decision: Decision) => void) | undefined;
   readonly #settled: Promise<ToolResult>;
   #settle: (result: ToolResult) => void = () => undefined;
@@ -97,6 +96,21 @@ export class ExecutionRecord {
 
   get id(): string {
     return this.init.id;
+  }
+
+  /** When the run was created. */
+  get createdAt(): Date {
+    return new Date(this.#createdAtMs);
+  }
+
+  /** When the run ended; undefined while it is live. */
+  get finishedAt(): Date | undefined {
+    return this.#finishedAtMs === undefined ? undefined : new Date(this.#finishedAtMs);
+  }
+
+  /** The same, as epoch milliseconds. */
+  get finishedAtMs(): number | undefined {
+    return this.#finishedAtMs;
   }
 
   /** The tool the run executes. */
@@ -150,13 +164,13 @@ export class ExecutionRecord {
 
   /** The events so far, in order (event n has sequence n). */
   get events(): readonly RunEvent[] {
-    if (this.#pending.length > 0) this.#build();
+    if (this.#pendingBodies.length > 0) this.#build();
     return this.#events;
   }
 
   /** The sequence number of the latest event. */
   get lastSequence(): number {
-    return this.#events.length + this.#pending.length;
+    return this.#events.length + this.#pendingBodies.length;
   }
 
   /** Appends an event; returns false when a droppable event was dropped over the limits. */
@@ -168,7 +182,8 @@ export class ExecutionRecord {
       this.droppedEvents += 1;
       return false;
     }
-    this.#pending.push({ body, at: Date.now() });
+    this.#pendingBodies.push(body);
+    this.#pendingTimes.push(Date.now());
     this.#bytes += size;
     this.#wake();
     this.onChange?.();
@@ -224,7 +239,7 @@ export class ExecutionRecord {
     this.#addStored(events);
     if (stored.result && this.isLive && Number(stored.lastSequence) <= this.lastSequence) {
       this.result = stored.result;
-      this.finishedAt = stored.finishedAt ? timestampDate(stored.finishedAt) : new Date();
+      this.#finishedAtMs = stored.finishedAt ? timestampDate(stored.finishedAt).getTime() : Date.now();
       this.#settle(stored.result);
       this.#answer(stored.result);
     }
@@ -240,7 +255,7 @@ export class ExecutionRecord {
 
   /** Resolves when an event is appended or the run ends. */
   changed(): Promise<void> {
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    return new Promise((resolve) => (this.#waiters ??= []).push(resolve));
   }
 
   /** Waits for a decision (see {@link decide}). */
@@ -266,7 +281,7 @@ export class ExecutionRecord {
     if (!this.isLive) return;
     this.#accountTime();
     this.result = result;
-    this.finishedAt = new Date();
+    this.#finishedAtMs = Date.now();
     this.state = result.success
       ? ExecutionState.SUCCEEDED
       : result.error?.errorType === ErrorType.Cancelled
@@ -307,8 +322,8 @@ export class ExecutionRecord {
       state: this.state,
       inputsDigest: this.inputsDigest,
       caller: this.init.caller,
-      createdAt: timestampFromDate(this.createdAt),
-      ...(this.finishedAt ? { finishedAt: timestampFromDate(this.finishedAt) } : {}),
+      createdAt: timestampFromMs(this.#createdAtMs),
+      ...(this.#finishedAtMs !== undefined ? { finishedAt: timestampFromMs(this.#finishedAtMs) } : {}),
       awaitingApprovalMs: timing(ExecutionState.AWAITING_APPROVAL, this.#timings.awaitingApprovalMs),
       queuedMs: timing(ExecutionState.QUEUED, this.#timings.queuedMs),
       runningMs: timing(ExecutionState.RUNNING, this.#timings.runningMs),
@@ -332,15 +347,17 @@ export class ExecutionRecord {
 
   /** Builds the pending events into messages, numbered after those built before. */
   #build(): void {
-    const pending = this.#pending;
-    this.#pending = [];
-    for (const { body, at } of pending) {
+    const bodies = this.#pendingBodies;
+    const times = this.#pendingTimes;
+    this.#pendingBodies = [];
+    this.#pendingTimes = [];
+    for (let i = 0; i < bodies.length; i++) {
       this.#events.push(
         create(RunEventSchema, {
           sequence: BigInt(this.#events.length + 1),
-          time: timestampFromMs(at),
+          time: timestampFromMs(times[i] as number),
           executionId: this.id,
-          event: body,
+          event: bodies[i] as EventBody,
         }),
       );
     }
@@ -348,7 +365,7 @@ export class ExecutionRecord {
 
   /** Adds stored events that continue this record's log (ones it holds already are skipped). */
   #addStored(events: readonly RunEvent[]): void {
-    if (this.#pending.length > 0) this.#build();
+    if (this.#pendingBodies.length > 0) this.#build();
     for (const event of events) {
       if (Number(event.sequence) === this.#events.length + 1) this.#events.push(event);
     }
@@ -366,7 +383,8 @@ export class ExecutionRecord {
 
   #wake(): void {
     const waiters = this.#waiters;
-    this.#waiters = [];
+    if (!waiters) return;
+    this.#waiters = undefined;
     for (const wake of waiters) wake();
   }
 }

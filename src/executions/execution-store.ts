@@ -110,7 +110,7 @@ export class ExecutionStore {
       const record = this.#finished[this.#finishedHead] as ExecutionRecord;
       const tooMany = this.#finishedIds.size > this.maxRetained;
       const tooLarge = this.#finishedBytes > this.maxRetainedBytes;
-      const tooOld = now - (record.finishedAt?.getTime() ?? now) > this.retentionMs;
+      const tooOld = now - (record.finishedAtMs ?? now) > this.retentionMs;
       if (!tooMany && !tooLarge && !tooOld) break;
       this.#finished[this.#finishedHead] = undefined;
       this.#finishedHead += 1;

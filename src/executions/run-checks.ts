@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 import type { StartRequest } from "./execution-manager.js";
 import type { Decision, EventLimits, ExecutionRecord, ExecutionRecordInit } from "./execution-record.js";
+import { newExecutionId } from "./execution-id.js";
 import { inputsDigest } from "./inputs-digest.js";
 
 // The checks and values both execution managers (in memory and shared) apply to a run's start,
@@ -12,15 +12,21 @@ import { inputsDigest } from "./inputs-digest.js";
 
 const maxCommentLength = 1024;
 
-/** The record of a new run of `spec` for `request` (a fresh id), but its ordinal. */
+/**
+ * The record of a new run of `spec` for `request` (a fresh id). One literal, with every field:
+ * a spread (`{ ...init, ordinal }`) gave each record's init a hidden class of its own, which V8
+ * keeps for as long as the record is retained.
+ */
 export function newRecordInit(
   request: StartRequest,
   spec: ToolSpec,
   idempotencyKey: string,
   eventLimits: EventLimits,
-): Omit<ExecutionRecordInit, "ordinal"> {
+  ordinal: number,
+): ExecutionRecordInit {
   return {
-    id: randomUUID(),
+    id: newExecutionId(),
+    ordinal,
     toolName: spec.name,
     runnerName: request.runner.name,
     caller: request.caller,
@@ -28,6 +34,21 @@ export function newRecordInit(
     writes: spec.capabilities?.writes ?? false,
     idempotencyKey,
     eventLimits,
+  };
+}
+
+/** The same init with another ordinal (see newRecordInit for why not a spread). */
+export function withOrdinal(init: ExecutionRecordInit, ordinal: number): ExecutionRecordInit {
+  return {
+    id: init.id,
+    ordinal,
+    toolName: init.toolName,
+    runnerName: init.runnerName,
+    caller: init.caller,
+    inputs: init.inputs,
+    writes: init.writes,
+    idempotencyKey: init.idempotencyKey,
+    eventLimits: init.eventLimits,
   };
 }
 

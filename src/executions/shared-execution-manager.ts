@@ -19,6 +19,7 @@ import {
   checkSameInputs,
   newDecision,
   newRecordInit,
+  withOrdinal,
 } from "./run-checks.js";
 import { decodeToken, encodeToken, type ListExecutionsQuery } from "./execution-store.js";
 import { cancelledUnclaimed } from "./replica-lost.js";
@@ -77,8 +78,8 @@ export class SharedExecutionManager extends ExecutionManager {
     // Without approval, a run this replica executes is admitted as it is created, so a full queue
     // is the caller's status code and creates nothing. A claimer admits the others.
     const slot = prepared && !needsApproval ? this.#slotRequest(spec.maxConcurrency) : undefined;
-    const init = newRecordInit(request, spec, key, this.eventLimits);
-    const draft = new ExecutionRecord({ ...init, ordinal: 0 });
+    const init = newRecordInit(request, spec, key, this.eventLimits, 0);
+    const draft = new ExecutionRecord(init);
     if (!prepared) draft.state = ExecutionState.QUEUED;
     const created = await store.create(
       {
@@ -96,7 +97,7 @@ export class SharedExecutionManager extends ExecutionManager {
       return { record: await this.getRun(created.existing.id), deduplicated: true };
     }
     if (!prepared) return { record: await this.getRun(init.id), deduplicated: false };
-    const record = new ExecutionRecord({ ...init, ordinal: created.ordinal });
+    const record = new ExecutionRecord(withOrdinal(init, created.ordinal));
     this.store.add(record);
     this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0);
     const ticket = created.slot ? this.shared.ticket(record.id, created.slot) : undefined;
