@@ -1,9 +1,12 @@
+import type { DescMethod } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { performance } from "node:perf_hooks";
+import { collectDefaultMetrics, Gauge, Histogram, Registry, type LabelValues } from "prom-client";
 import type { ExecutionObserver } from "../executions/execution-manager.js";
 import type { ToolRegistry } from "../registry/tool-registry.js";
 import type { RunObserver } from "../runner/run-observer.js";
 import type { CallObserver } from "../server/call-pipeline.js";
+import { TalliedCounter, type CounterSeries } from "./tallied-counter.js";
 
 /** The server's Prometheus metrics and the observers that feed them. */
 export interface ServerMetrics {
@@ -56,7 +59,7 @@ export function createServerMetrics(
 ): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+  const requests = new TalliedCounter({
     name: "toolruntime_rpc_requests_total",
     help: "RPCs handled, by service, method, protocol and final status code.",
     labelNames: ["service", "method", "protocol", "code"],
@@ -69,7 +72,7 @@ export function createServerMetrics(
     buckets: durationBuckets,
     registers: [registry],
   });
-  const executions = new Counter({
+  const executions = new TalliedCounter({
     name: "toolruntime_executions_total",
     help: "Runs ended, by tool and outcome (success or the error type), each counted once whatever ended it.",
     labelNames: ["tool", "outcome"],
@@ -104,23 +107,45 @@ export function createServerMetrics(
       for (const toolRegistry of listRegistries()) this.set({ registry: toolRegistry.name }, toolRegistry.size);
     },
   });
+  // Each method's label sets are made once (prom-client copies, checks and hashes whatever
+  // label object it is given, so a fresh one per call cost as much as the rest of the metrics).
+  const callSeries = new Map<string, CallSeries>();
+  const seriesOf = (service: string, method: string, protocol: string): CallSeries => {
+    const key = `${service}/${method}/${protocol}`;
+    let series = callSeries.get(key);
+    if (!series) {
+      const labels = { service, method, protocol };
+      series = { labels, byCode: new Map(), count: (code) => requests.series({ ...labels, code: codeName(code) }) };
+      callSeries.set(key, series);
+    }
+    return series;
+  };
+  const methodSeries = new WeakMap<DescMethod, Map<string, CallSeries>>();
+  const end = (series: CallSeries, started: number, code: number): void => {
+    rpcDuration.observe(series.labels, (performance.now() - started) / 1000);
+    let counted = series.byCode.get(code);
+    if (!counted) {
+      counted = series.count(code);
+      series.byCode.set(code, counted);
+    }
+    counted.inc();
+  };
+  const outcomes = new Map<string, CounterSeries>();
   return {
     registry,
     callObserver: (method, context) => {
-      const labels = { service: method.parent.typeName, method: method.name, protocol: context.protocolName };
-      const stop = rpcDuration.startTimer(labels);
-      return (code) => {
-        stop();
-        requests.inc({ ...labels, code: codeName(code) });
-      };
+      let byProtocol = methodSeries.get(method);
+      if (!byProtocol) methodSeries.set(method, (byProtocol = new Map<string, CallSeries>()));
+      const protocol = context.protocolName;
+      let series = byProtocol.get(protocol);
+      if (!series) byProtocol.set(protocol, (series = seriesOf(method.parent.typeName, method.name, protocol)));
+      const started = performance.now();
+      const known = series;
+      return (code) => end(known, started, code);
     },
     mcpObserver: () => {
-      const stop = rpcDuration.startTimer();
-      return (method, code) => {
-        const labels = { service: mcpServiceLabel, method, protocol: mcpServiceLabel };
-        stop(labels);
-        requests.inc({ ...labels, code: codeName(code) });
-      };
+      const started = performance.now();
+      return (method, code) => end(seriesOf(mcpServiceLabel, method, mcpServiceLabel), started, code);
     },
     runObserver: {
       onRunStart: () => inFlight.inc(),
@@ -132,8 +157,18 @@ export function createServerMetrics(
     executionObserver: {
       onExecutionEnd: (record, result) => {
         const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
-        executions.inc({ tool: record.toolName, outcome });
+        const key = `${record.toolName}\u0000${outcome}`;
+        let series = outcomes.get(key);
+        if (!series) outcomes.set(key, (series = executions.series({ tool: record.toolName, outcome })));
+        series.inc();
       },
     },
   };
+}
+
+/** The label sets of one method on one protocol, and its request series by status code. */
+interface CallSeries {
+  readonly labels: LabelValues<"service" | "method" | "protocol">;
+  readonly byCode: Map<number, CounterSeries>;
+  readonly count: (code: number) => CounterSeries;
 }
