@@ -64,12 +64,17 @@ export function addServiceToGrpcServer<S extends DescService>(
     return undefined;
   };
   // An admitted call starts when the pacer lets it; one whose client left meanwhile gives its slot back.
-  const start = (call: { readonly cancelled: boolean }, release: () => void, serve: () => void): void => {
+  const start = (
+    call: { readonly cancelled: boolean; getPeer(): string },
+    release: () => void,
+    serve: () => void,
+  ): void => {
     const begin = (): void => {
       if (call.cancelled) release();
       else serve();
     };
-    if (options.pacer) options.pacer.run(begin);
+    // A call that must wait queues behind its own connection's (its peer's address and port).
+    if (options.pacer) options.pacer.run(begin, () => call.getPeer());
     else begin();
   };
   // The calls going on, so that shutdown aborts their signals (one listener for all of them).

@@ -54,6 +54,30 @@ describe("createCallPacer()", () => {
     expect(started).to.deep.equal(["first", "waiting", "later"]);
   });
 
+  it("starts waiting calls one connection after another, each connection's in arrival order", async () => {
+    const pacer = createCallPacer(10, now);
+    const started: string[] = [];
+    const call = (name: string, connection: string): void =>
+      pacer.run(
+        () => {
+          started.push(name);
+          clockMs += 4;
+        },
+        () => connection,
+      );
+    // A burst of eight calls on one connection, then one call on another: three fit a turn.
+    for (let index = 1; index <= 8; index += 1) call(`burst-${index}`, "busy");
+    call("probe", "quiet");
+    expect(started).to.deep.equal(["burst-1", "burst-2", "burst-3"]);
+    await nextTurn();
+    // The probe's connection gets its turn after one more of the burst, not after all of it.
+    expect(started).to.deep.equal(["burst-1", "burst-2", "burst-3", "burst-4", "probe", "burst-5"]);
+    await nextTurn();
+    await nextTurn();
+    expect(started.slice(6)).to.deep.equal(["burst-6", "burst-7", "burst-8"]);
+    expect(pacer.waiting).to.equal(0);
+  });
+
   it("starts at once again once the waiting calls have started", async () => {
     const pacer = createCallPacer(10, now);
     const started: string[] = [];
