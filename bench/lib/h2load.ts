@@ -4,7 +4,7 @@ import { readFile, rm } from "node:fs/promises";
 import { readProcessCpuMs } from "./proc-cpu.js";
 import { percentileOfSorted } from "./stats.js";
 
-/** One h2load run: POST `bodyFile` to `url` for `durationS` seconds. */
+/** One h2load run: POST `bodyFile` to `url` for `durationS` seconds, or `requests` times. */
 export interface H2loadRun {
   readonly url: string;
   /** The request body, sent as is with every request (`-d`). */
@@ -15,8 +15,10 @@ export interface H2loadRun {
   readonly clients: number;
   /** Requests in flight per connection (`-m`): HTTP/2 streams, or HTTP/1.1 pipelining depth. */
   readonly streamsPerClient: number;
-  /** Length of the measurement (`-D`), in seconds. */
+  /** Length of the measurement (`-D`), in seconds; ignored when `requests` is set. */
   readonly durationS: number;
+  /** Send exactly this many requests (`-n`) instead of loading for `durationS`. */
+  readonly requests?: number;
   /** HTTP/1.1 instead of HTTP/2 prior knowledge (`--h1`). */
   readonly http1?: boolean;
   /** Where h2load writes one line per request (`--log-file`); deleted after parsing. */
@@ -94,8 +96,7 @@ export function latenciesFromLog(log: string): { p50Ms: number; p99Ms: number; c
 /** Runs h2load once and parses its summary and per-request log. Throws when h2load fails. */
 export async function runH2load(run: H2loadRun): Promise<H2loadResult> {
   const args = [
-    "-D",
-    `${Math.round(run.durationS * 1000)}ms`,
+    ...(run.requests === undefined ? ["-D", `${Math.round(run.durationS * 1000)}ms`] : ["-n", String(run.requests)]),
     "-c",
     String(run.clients),
     "-m",

@@ -100,7 +100,7 @@ export function wireSections(rounds: readonly RoundResults[]): string[] {
   const admissions = rounds.flatMap((round) => (round.admission ? [admissionRow(round.admission, round.round)] : []));
   if (admissions.length > 0) {
     parts.push(
-      "## Case 8: admission burst over gRPC (grpc-js client, 8 connections × 64 in flight)",
+      "## Case 8: admission burst over gRPC (h2load, 8 connections × 64 in flight, the same request bytes every call)",
       "",
       "Event-loop delay from the server's own /metrics (prom-client's gauges, reset by the scrape just before the burst, read just after it). GetTool is timed one call at a time by a separate process, in the second before the burst and during it. Every run must end SUCCEEDED: the server's counters and ListExecutions are both checked.",
       "",
@@ -112,7 +112,7 @@ export function wireSections(rounds: readonly RoundResults[]): string[] {
           "event-loop p99 / max ms",
           "GetTool p99 ms before → during (calls)",
           "all ended ms / ideal",
-          "client cores",
+          "h2load cores",
           "listed SUCCEEDED",
           "server counts",
           "success",
