@@ -311,15 +311,28 @@ export class ExecutionManager {
    * when `signal` aborts. The record must come from {@link get}.
    */
   async *watch(record: ExecutionRecord, afterSequence: number, signal: AbortSignal): AsyncGenerator<RunEvent> {
+    for await (const batch of this.watchBatches(record, afterSequence, signal)) yield* batch;
+  }
+
+  /**
+   * The same events as {@link watch}, in batches: each batch holds every event recorded since the
+   * previous one (never none), so a watcher takes the events of a turn, or a backlog, in one step.
+   */
+  async *watchBatches(
+    record: ExecutionRecord,
+    afterSequence: number,
+    signal: AbortSignal,
+  ): AsyncGenerator<readonly RunEvent[]> {
     // Not clamped: a sequence number beyond the latest means "only what comes after it".
     let next = Math.max(0, afterSequence);
     const stopped = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     while (!signal.aborted) {
-      while (next < record.events.length) {
-        const event = record.events[next++] as RunEvent;
+      for (let events = record.events; next < events.length; events = record.events) {
+        const batch = events.slice(next);
+        next = events.length;
         // With a shared store, the end is told once it is stored (a no-op in memory).
-        if (event.event.case === "completed") await record.durable();
-        yield event;
+        if (batch.some(isCompleted)) await record.durable();
+        yield batch;
       }
       if (!record.isLive) return;
       await Promise.race([record.changed(), stopped]);
@@ -559,6 +572,10 @@ export class ExecutionManager {
       };
     }
   }
+}
+
+function isCompleted(event: RunEvent): boolean {
+  return event.event.case === "completed";
 }
 
 /** Waits for a slot, the queue timeout or cancellation, whichever comes first. */

@@ -120,7 +120,8 @@ export async function awaitForCall(
 }
 
 /**
- * The events of a run for a streaming call, from `afterSequence`. With `untilEnd` (the call owns
+ * The events of a run for a streaming call, from `afterSequence`, in batches (see
+ * ExecutionManager.watchBatches). With `untilEnd` (the call owns
  * the run and the binding ends it when the call goes away) the stream goes on to the COMPLETED
  * event; otherwise it stops when the client leaves. On shutdown every watcher waits for the run's
  * terminal event (shutdown cancels every run) for {@link shutdownWatchGraceMs}, and gets UNAVAILABLE
@@ -132,7 +133,7 @@ export async function* watchForCall(
   afterSequence: number,
   context: HandlerContext,
   untilEnd: boolean,
-): AsyncGenerator<RunEvent> {
+): AsyncGenerator<readonly RunEvent[]> {
   const stop = new AbortController();
   let shutdownTimer: NodeJS.Timeout | undefined;
   const onAbort = (): void => {
@@ -142,7 +143,7 @@ export async function* watchForCall(
   };
   const stopListening = callCancellation(context).onAbort(onAbort);
   try {
-    yield* executions.watch(record, afterSequence, stop.signal);
+    yield* executions.watchBatches(record, afterSequence, stop.signal);
   } finally {
     stopListening();
     clearTimeout(shutdownTimer);

@@ -14,10 +14,12 @@ import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import type { CallPacer } from "./call-pacer.js";
+import { eventResponseEncoder, type ResponseEncoder } from "./event-response-encoding.js";
 import { toBinaryFast } from "./fast-binary.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
+import { batchesOf } from "./message-batches.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
 
@@ -88,6 +90,9 @@ export function addServiceToGrpcServer<S extends DescService>(
     if (!impl) continue;
     const path = `/${service.typeName}/${method.name}`;
     const bidi = method.methodKind === "bidi_streaming";
+    // Streams of run events have their own encoder (see event-response-encoding.ts).
+    const encodeGeneric: ResponseEncoder = (message) => encode(method.output, message);
+    const encodeStreamed = eventResponseEncoder(method.output, encodeGeneric) ?? encodeGeneric;
     const streaming = method.methodKind === "server_streaming" || bidi;
     definition[method.name] = {
       path,
@@ -135,7 +140,16 @@ export function addServiceToGrpcServer<S extends DescService>(
           start(call, release, () => {
             const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
             const callContext = context(call);
-            void serveStream(call, method, impl as StreamingMethod, callContext, options, requests).finally(() => {
+            const serving = serveStream(
+              call,
+              method,
+              encodeStreamed,
+              impl as StreamingMethod,
+              callContext,
+              options,
+              requests,
+            );
+            void serving.finally(() => {
               ended(callContext);
               release();
             });
@@ -198,28 +212,34 @@ function sendPaced(pacer: CallPacer | undefined, send: () => void): Promise<void
 async function serveStream(
   call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
   method: DescMethod,
+  encodeResponse: ResponseEncoder,
   impl: StreamingMethod,
   context: HandlerContext,
   options: GrpcAdapterOptions,
   requests?: AsyncIterable<unknown>,
 ): Promise<void> {
-  let iterator: AsyncIterator<unknown> | undefined;
+  let iterator: AsyncIterator<readonly unknown[]> | undefined;
   try {
     // A bidirectional method takes the stream of requests; a server-streaming one, its one request.
     const input = requests ?? decode(method.input, (call as ServerWritableStream<Buffer, Buffer>).request);
-    iterator = impl(input, context)[Symbol.asyncIterator]();
+    // The messages ready together come as one batch (see message-batches.ts): one step of the
+    // generators behind it for all of them.
+    iterator = batchesOf(impl(input, context));
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
-      if (call.cancelled) return;
-      const bytes = encode(method.output, next.value);
-      let writable = true;
-      const sending = sendPaced(options.pacer, () => {
-        if (!call.cancelled) writable = call.write(bytes);
-      });
-      if (sending) await sending;
-      // Respect flow control: wait until the client reads, or until it goes away.
-      if (!writable) await waitForDrain(call);
+      for (const message of next.value) {
+        if (call.cancelled) return;
+        const bytes = encodeResponse(message);
+        let writable = true;
+        // Each message is paced on its own, so a long batch (a watcher catching up) spreads over turns.
+        const sending = sendPaced(options.pacer, () => {
+          if (!call.cancelled) writable = call.write(bytes);
+        });
+        if (sending) await sending;
+        // Respect flow control: wait until the client reads, or until it goes away.
+        if (!writable) await waitForDrain(call);
+      }
     }
     finishedCalls.add(call);
     const ending = sendPaced(options.pacer, () => call.end());
