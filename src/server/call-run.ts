@@ -1,6 +1,7 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { Cancellation } from "../async/cancellation.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { DeadlineExceededError } from "../errors/deadline-exceeded.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
@@ -134,16 +135,16 @@ export async function* watchForCall(
   context: HandlerContext,
   untilEnd: boolean,
 ): AsyncGenerator<readonly RunEvent[]> {
-  const stop = new AbortController();
+  const stop = new Cancellation();
   let shutdownTimer: NodeJS.Timeout | undefined;
   const onAbort = (): void => {
     const end = callEndOf(context);
-    if (end === "shutdown") shutdownTimer = setTimeout(() => stop.abort(), shutdownWatchGraceMs);
-    else if (!untilEnd) stop.abort();
+    if (end === "shutdown") shutdownTimer = setTimeout(() => stop.abort(undefined), shutdownWatchGraceMs);
+    else if (!untilEnd) stop.abort(undefined);
   };
   const stopListening = callCancellation(context).onAbort(onAbort);
   try {
-    yield* executions.watchBatches(record, afterSequence, stop.signal);
+    yield* executions.watchBatches(record, afterSequence, stop);
   } finally {
     stopListening();
     clearTimeout(shutdownTimer);

@@ -13,11 +13,12 @@ import type {
 import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
-import type { CallPacer } from "./call-pacer.js";
+import { sendPaced, type CallPacer } from "./call-pacer.js";
 import { eventResponseEncoder, type ResponseEncoder } from "./event-response-encoding.js";
 import { toBinaryFast } from "./fast-binary.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
+import { createBatchSender, type StreamingCall } from "./grpc-stream-sender.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { batchesOf } from "./message-batches.js";
 import { readMessages } from "./read-messages.js";
@@ -190,27 +191,8 @@ async function serveUnary(
   }
 }
 
-/**
- * Runs `send` when the pacer lets it (see CallPacer.send): returns undefined when it ran at once,
- * or a promise that resolves once it ran in a later turn.
- */
-function sendPaced(pacer: CallPacer | undefined, send: () => void): Promise<void> | undefined {
-  if (!pacer) {
-    send();
-    return undefined;
-  }
-  let sent = false;
-  let resolve: (() => void) | undefined;
-  pacer.send(() => {
-    send();
-    sent = true;
-    resolve?.();
-  });
-  return sent ? undefined : new Promise<void>((done) => (resolve = done));
-}
-
 async function serveStream(
-  call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
+  call: StreamingCall,
   method: DescMethod,
   encodeResponse: ResponseEncoder,
   impl: StreamingMethod,
@@ -223,23 +205,13 @@ async function serveStream(
     // A bidirectional method takes the stream of requests; a server-streaming one, its one request.
     const input = requests ?? decode(method.input, (call as ServerWritableStream<Buffer, Buffer>).request);
     // The messages ready together come as one batch (see message-batches.ts): one step of the
-    // generators behind it for all of them.
+    // generators behind it for all of them, and one write.
     iterator = batchesOf(impl(input, context));
+    const send = createBatchSender(call, encodeResponse, options.pacer);
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
-      for (const message of next.value) {
-        if (call.cancelled) return;
-        const bytes = encodeResponse(message);
-        let writable = true;
-        // Each message is paced on its own, so a long batch (a watcher catching up) spreads over turns.
-        const sending = sendPaced(options.pacer, () => {
-          if (!call.cancelled) writable = call.write(bytes);
-        });
-        if (sending) await sending;
-        // Respect flow control: wait until the client reads, or until it goes away.
-        if (!writable) await waitForDrain(call);
-      }
+      if (!(await send(next.value))) return;
     }
     finishedCalls.add(call);
     const ending = sendPaced(options.pacer, () => call.end());
@@ -252,19 +224,6 @@ async function serveStream(
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();
   }
-}
-
-/** Resolves when the stream can take more, or when the call is cancelled. */
-function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      call.off("drain", done);
-      call.off("cancelled", done);
-      resolve();
-    };
-    call.once("drain", done);
-    call.once("cancelled", done);
-  });
 }
 
 /** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */
