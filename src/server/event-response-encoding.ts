@@ -8,7 +8,8 @@ import { toBinaryFast } from "./fast-binary.js";
  * and protobuf-es spent more on the frame around each event (the response, the RunEvent, its
  * Timestamp: a writer forked and joined per nested message) than on the event's body. Here the
  * frame is written directly, sizes first, into one buffer, and only the body (the oneof case's
- * message) is encoded by protobuf-es (through toBinaryFast): the bytes are those protobuf-es writes.
+ * message) is encoded by protobuf-es (through toBinaryFast): the bytes are those that encoding the
+ * whole response with toBinaryFast writes.
  */
 
 /** Encodes one response message of a stream to its protobuf bytes. */

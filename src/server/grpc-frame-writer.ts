@@ -33,6 +33,8 @@ export interface FrameWriter {
   write(messages: readonly Uint8Array[], totalBytes: number): boolean;
   /** Resolves when the HTTP/2 stream can take more, or when the call ends. */
   drained(): Promise<void>;
+  /** Bytes waiting in the HTTP/2 stream's buffer (written, not yet taken by the HTTP/2 session). */
+  readonly bufferedBytes: number;
 }
 
 /** The parts of grpc-js's BaseServerInterceptingCall the writer uses (internal to grpc-js). */
@@ -65,6 +67,9 @@ export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
       // grpc-js sends the headers before the first message; interceptors see them on the way.
       if (!base.metadataSent) call.sendMetadata(new Metadata());
       return base.metadataSent;
+    },
+    get bufferedBytes() {
+      return stream.writableLength;
     },
     fits: (bytes) => base.maxSendMessageSize === -1 || bytes <= base.maxSendMessageSize,
     write(messages, totalBytes) {
