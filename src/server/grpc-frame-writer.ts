@@ -14,7 +14,7 @@ import type { Writable } from "node:stream";
  * channelz's count of messages sent, nothing once the call is over. It reaches the HTTP/2 stream
  * through grpc-js internals (ServerWritableStreamImpl.call → ServerInterceptingCall.nextCall… →
  * BaseServerInterceptingCall.stream; checked against @grpc/grpc-js 1.14), and exists only when that
- * path is exactly as expected and no interceptor on it handles messages: otherwise
+ * path is exactly as expected and no interceptor on it handles messages or headers: otherwise
  * {@link frameWriterFor} returns undefined and the stream writes through `call.write` as before
  * (a test fails when grpc-js changes under it).
  */
@@ -50,10 +50,11 @@ interface BaseCall {
 type ServerCall = Writable & { readonly cancelled: boolean; sendMetadata(metadata: Metadata): void };
 
 const prefixBytes = 5;
-/** The responder an interceptor gets when it sets no `sendMessage` of its own (it passes messages on). */
-const passThroughSendMessage = responderOf(
-  new ServerInterceptingCall({} as ServerInterceptingCallInterface),
-)?.sendMessage;
+/**
+ * The responder an interceptor gets when it sets no `sendMessage` or `sendMetadata` of its own: it
+ * passes messages on, and the headers at once.
+ */
+const passThrough = responderOf(new ServerInterceptingCall({} as ServerInterceptingCallInterface));
 
 /** A writer for `call`'s HTTP/2 stream, or undefined when grpc-js is not shaped as expected. */
 export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
@@ -107,21 +108,30 @@ export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
 }
 
 /**
- * The BaseServerInterceptingCall under `call`'s interceptors, when each of them passes messages on
- * untouched; undefined otherwise.
+ * The BaseServerInterceptingCall under `call`'s interceptors, when each of them passes messages and
+ * headers on untouched; undefined otherwise.
  */
 function baseCallOf(call: ServerCall): BaseCall | undefined {
-  if (!passThroughSendMessage) return undefined;
+  if (!passThrough?.sendMessage || !passThrough.sendMetadata) return undefined;
   let layer: unknown = (call as unknown as { call?: unknown }).call;
   while (layer instanceof ServerInterceptingCall) {
-    if (responderOf(layer)?.sendMessage !== passThroughSendMessage) return undefined;
+    const responder = responderOf(layer);
+    if (responder?.sendMessage !== passThrough.sendMessage || responder.sendMetadata !== passThrough.sendMetadata) {
+      return undefined;
+    }
     layer = (layer as unknown as { nextCall?: unknown }).nextCall;
   }
   return isBaseCall(layer) ? layer : undefined;
 }
 
-function responderOf(call: ServerInterceptingCall): { sendMessage?: unknown } | undefined {
-  return (call as unknown as { responder?: { sendMessage?: unknown } }).responder;
+/** The functions a ServerInterceptingCall calls for its interceptor (internal to grpc-js). */
+interface Responder {
+  readonly sendMessage?: unknown;
+  readonly sendMetadata?: unknown;
+}
+
+function responderOf(call: ServerInterceptingCall): Responder | undefined {
+  return (call as unknown as { responder?: Responder }).responder;
 }
 
 function isBaseCall(value: unknown): value is BaseCall {

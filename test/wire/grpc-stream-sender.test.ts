@@ -21,9 +21,11 @@ const identity = (bytes: Buffer): Buffer => bytes;
 const passThrough: ServerInterceptor = (_method, call) => new ServerInterceptingCall(call);
 const watchesStart: ServerInterceptor = (_method, call) =>
   new ServerInterceptingCall(call, { start: (next) => next(new ServerListenerBuilder().build()) });
-/** An interceptor that handles messages itself: the frame writer must not go around it. */
+/** Interceptors that handle messages or headers themselves: the frame writer must not go around them. */
 const countsMessages: ServerInterceptor = (_method, call) =>
   new ServerInterceptingCall(call, { sendMessage: (message, next) => next(message) });
+const addsHeaders: ServerInterceptor = (_method, call) =>
+  new ServerInterceptingCall(call, { sendMetadata: (metadata, next) => next(metadata) });
 
 /** Message `index` of `size` bytes: its index in the first 4 bytes, then a filler. */
 function message(index: number, size: number): Buffer {
@@ -81,12 +83,13 @@ describe("Batches of a stream on the gRPC port", () => {
   afterEach(() => server?.forceShutdown());
 
   describe("frameWriterFor()", () => {
-    it("reaches the HTTP/2 stream through interceptors that pass messages on, and not through one that handles them", async () => {
+    it("reaches the HTTP/2 stream through interceptors that pass messages and headers on, and not through one that handles them", async () => {
       const found: Record<string, boolean> = {};
       for (const [name, interceptors] of [
         ["none", []],
         ["the server's kind", [passThrough, watchesStart]],
         ["one handling messages", [passThrough, countsMessages]],
+        ["one handling headers", [addsHeaders, passThrough]],
       ] as const) {
         const started = await startServer([...interceptors], () => handler);
         server = started.server;
@@ -100,7 +103,12 @@ describe("Batches of a stream on the gRPC port", () => {
         stream.close();
         server.forceShutdown();
       }
-      expect(found).to.deep.equal({ none: true, "the server's kind": true, "one handling messages": false });
+      expect(found).to.deep.equal({
+        none: true,
+        "the server's kind": true,
+        "one handling messages": false,
+        "one handling headers": false,
+      });
     });
   });
 
