@@ -2,14 +2,15 @@ import { isMessage, type DescMessage } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { toBinaryFast } from "./fast-binary.js";
+import { flatWriterFor, utf8Length, varintSize, writeString, writeVarint } from "./flat-message-writer.js";
 
 /**
  * A streamed run sends a handful of small events per run (DISCOVERED, ACTIVATED, EXECUTION_STARTED…),
  * and protobuf-es spent more on the frame around each event (the response, the RunEvent, its
  * Timestamp: a writer forked and joined per nested message) than on the event's body. Here the
- * frame is written directly, sizes first, into one buffer, and only the body (the oneof case's
- * message) is encoded by protobuf-es (through toBinaryFast): the bytes are those that encoding the
- * whole response with toBinaryFast writes.
+ * frame is written directly, sizes first, into one buffer, with a body of a few scalars written in
+ * place (flat-message-writer.ts); other bodies (a spec, a result) are encoded by protobuf-es
+ * through toBinaryFast. The bytes are those that encoding the whole response with toBinaryFast writes.
  */
 
 /** Encodes one response message of a stream to its protobuf bytes. */
@@ -25,11 +26,20 @@ const tagNanos = (2 << 3) | WireType.Varint;
 /** The response's `RunEvent event = 1`. */
 const tagEvent = (1 << 3) | WireType.LengthDelimited;
 
-/** Each case of RunEvent's oneof: its field number's tag and its message. */
+/** Each case of RunEvent's oneof: its field number's tag, its message, and its flat writer if any. */
 const bodyFields = new Map(
   RunEventSchema.fields.flatMap((field) =>
     field.oneof && field.fieldKind === "message"
-      ? [[field.localName, { tag: (field.number << 3) | WireType.LengthDelimited, schema: field.message }] as const]
+      ? [
+          [
+            field.localName,
+            {
+              tag: (field.number << 3) | WireType.LengthDelimited,
+              schema: field.message,
+              flat: flatWriterFor(field.message),
+            },
+          ] as const,
+        ]
       : [],
   ),
 );
@@ -78,15 +88,18 @@ function encodeEventField(event: RunEvent): Buffer {
   const executionId = event.executionId;
   const oneof = event.event;
   const bodyField = oneof.case === undefined ? undefined : bodyFields.get(oneof.case);
-  const body = bodyField ? toBinaryFast(bodyField.schema, oneof.value as object) : undefined;
+  // A body of a few scalars is written in place (see flat-message-writer.ts); others by protobuf-es.
+  const flatSize = bodyField?.flat ? bodyField.flat.size(oneof.value as object) : -1;
+  const body = bodyField && flatSize < 0 ? toBinaryFast(bodyField.schema, oneof.value as object) : undefined;
+  const bodySize = flatSize >= 0 ? flatSize : (body?.length ?? 0);
 
   const timeSize = (seconds === 0 ? 0 : 1 + varintSize(seconds)) + (nanos === 0 ? 0 : 1 + varintSize(nanos));
-  const idSize = Buffer.byteLength(executionId);
+  const idSize = utf8Length(executionId);
   const eventSize =
     (sequence === 0 ? 0 : 1 + varintSize(sequence)) +
     (time ? 1 + varintSize(timeSize) + timeSize : 0) +
     (idSize === 0 ? 0 : 1 + varintSize(idSize) + idSize) +
-    (body && bodyField ? varintSize(bodyField.tag) + varintSize(body.length) + body.length : 0);
+    (bodyField ? varintSize(bodyField.tag) + varintSize(bodySize) + bodySize : 0);
 
   const out = Buffer.allocUnsafe(1 + varintSize(eventSize) + eventSize);
   let at = 0;
@@ -110,33 +123,13 @@ function encodeEventField(event: RunEvent): Buffer {
   }
   if (idSize !== 0) {
     out[at++] = tagExecutionId;
-    at = writeVarint(out, at, idSize);
-    at += out.write(executionId, at, idSize, "utf8");
+    at = writeString(out, at, executionId);
   }
-  if (body && bodyField) {
+  if (bodyField) {
     at = writeVarint(out, at, bodyField.tag);
-    at = writeVarint(out, at, body.length);
-    out.set(body, at);
+    at = writeVarint(out, at, bodySize);
+    if (body) out.set(body, at);
+    else bodyField.flat?.write(oneof.value as object, out, at);
   }
   return out;
-}
-
-/** Bytes of a varint of a non-negative safe integer. */
-function varintSize(value: number): number {
-  let size = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    size++;
-  }
-  return size;
-}
-
-/** Writes a non-negative safe integer as a varint at `at`; returns the position after it. */
-function writeVarint(out: Buffer, at: number, value: number): number {
-  while (value >= 0x80) {
-    out[at++] = (value % 0x80) | 0x80;
-    value = Math.floor(value / 0x80);
-  }
-  out[at++] = value;
-  return at;
 }
