@@ -19,8 +19,8 @@ import { toBinaryFast } from "./fast-binary.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { createBatchSender, type StreamingCall } from "./grpc-stream-sender.js";
-import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { batchesOf } from "./message-batches.js";
+import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
 
