@@ -10,7 +10,7 @@ import { failed } from "../runner/run-outcome.js";
 import type { RegisteredTool } from "../registry/tool-definition.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
-import type { CancellationView } from "../async/cancellation.js";
+import { cancellationOfSignal, type CancellationView } from "../async/cancellation.js";
 import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
 import { runWorkBudget } from "../async/turn-budget.js";
 import { Admission, type AdmissionOptions, type Ticket } from "./admission.js";
@@ -308,18 +308,37 @@ export class ExecutionManager {
    * when `signal` aborts. The record must come from {@link get}.
    */
   async *watch(record: ExecutionRecord, afterSequence: number, signal: AbortSignal): AsyncGenerator<RunEvent> {
+    for await (const batch of this.watchBatches(record, afterSequence, cancellationOfSignal(signal))) yield* batch;
+  }
+
+  /**
+   * The same events as {@link watch}, in batches: each batch holds every event recorded since the
+   * previous one (never none), so a watcher takes the events of a turn, or a backlog, in one step.
+   * Ends early, quietly, when `stop` is cancelled (a Cancellation costs less than an AbortSignal).
+   */
+  async *watchBatches(
+    record: ExecutionRecord,
+    afterSequence: number,
+    stop: CancellationView,
+  ): AsyncGenerator<readonly RunEvent[]> {
     // Not clamped: a sequence number beyond the latest means "only what comes after it".
     let next = Math.max(0, afterSequence);
-    const stopped = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
-    while (!signal.aborted) {
-      while (next < record.events.length) {
-        const event = record.events[next++] as RunEvent;
-        // With a shared store, the end is told once it is stored (a no-op in memory).
-        if (event.event.case === "completed") await record.durable();
-        yield event;
+    let stopListening: (() => void) | undefined;
+    const stopped = new Promise<void>((resolve) => (stopListening = stop.onAbort(() => resolve())));
+    try {
+      while (!stop.aborted) {
+        for (let events = record.events; next < events.length; events = record.events) {
+          const batch = events.slice(next);
+          next = events.length;
+          // With a shared store, the end is told once it is stored (a no-op in memory).
+          if (batch.some(isCompleted)) await record.durable();
+          yield batch;
+        }
+        if (!record.isLive) return;
+        await Promise.race([record.changed(), stopped]);
       }
-      if (!record.isLive) return;
-      await Promise.race([record.changed(), stopped]);
+    } finally {
+      stopListening?.();
     }
   }
 
@@ -556,6 +575,10 @@ export class ExecutionManager {
       };
     }
   }
+}
+
+function isCompleted(event: RunEvent): boolean {
+  return event.event.case === "completed";
 }
 
 /** Waits for a slot, the queue timeout or cancellation, whichever comes first. */

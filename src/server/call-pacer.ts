@@ -152,3 +152,22 @@ export function createCallPacer(turnBudgetMs = 10, now: () => number = () => per
     },
   };
 }
+
+/**
+ * Runs `send` when the pacer lets it (see CallPacer.send): returns undefined when it ran at once
+ * (or there is no pacer), or a promise that resolves once it ran in a later turn.
+ */
+export function sendPaced(pacer: CallPacer | undefined, send: () => void): Promise<void> | undefined {
+  if (!pacer) {
+    send();
+    return undefined;
+  }
+  let sent = false;
+  let resolve: (() => void) | undefined;
+  pacer.send(() => {
+    send();
+    sent = true;
+    resolve?.();
+  });
+  return sent ? undefined : new Promise<void>((done) => (resolve = done));
+}

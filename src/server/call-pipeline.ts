@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../auth/authenticator.js";
 import { ErrorType, isToolRuntimeError, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { callCancellation, identityKey, peerCertificateKey, requestHeaderValue } from "./call-context.js";
+import { wrapStream } from "./message-batches.js";
 import { toConnectError } from "./to-connect-error.js";
 
 /** Observes one call: returns the function to call with its final status code (0 for OK). */
@@ -58,22 +59,27 @@ export function wrapService<S extends DescService>(
     };
     wrapped[method.localName] =
       method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming"
-        ? async function* (request, context) {
-            const finish = observe(context);
-            let code: number = Code.Canceled;
-            try {
-              admit(context);
-              yield* original(request, context) as AsyncIterable<unknown>;
-              code = 0;
-            } catch (error) {
-              const connectError = toConnectError(endedByCaller(error, context) ?? error, options.logger);
-              code = connectError.code;
-              throw connectError;
-            } finally {
-              // A stream that its client abandoned ends here without an error: CANCELLED.
-              finish(code);
-            }
-          }
+        ? (request, context) =>
+            // Wrapped message by message for Connect, batch by batch for grpc-js (see message-batches.ts).
+            wrapStream(
+              () => original(request, context) as AsyncIterable<unknown>,
+              async function* <T>(source: () => AsyncIterable<T>) {
+                const finish = observe(context);
+                let code: number = Code.Canceled;
+                try {
+                  admit(context);
+                  yield* source();
+                  code = 0;
+                } catch (error) {
+                  const connectError = toConnectError(endedByCaller(error, context) ?? error, options.logger);
+                  code = connectError.code;
+                  throw connectError;
+                } finally {
+                  // A stream that its client abandoned ends here without an error: CANCELLED.
+                  finish(code);
+                }
+              },
+            )
         : async (request, context) => {
             const finish = observe(context);
             try {

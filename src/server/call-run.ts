@@ -1,6 +1,7 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { Cancellation } from "../async/cancellation.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { DeadlineExceededError } from "../errors/deadline-exceeded.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
@@ -120,7 +121,8 @@ export async function awaitForCall(
 }
 
 /**
- * The events of a run for a streaming call, from `afterSequence`. With `untilEnd` (the call owns
+ * The events of a run for a streaming call, from `afterSequence`, in batches (see
+ * ExecutionManager.watchBatches). With `untilEnd` (the call owns
  * the run and the binding ends it when the call goes away) the stream goes on to the COMPLETED
  * event; otherwise it stops when the client leaves. On shutdown every watcher waits for the run's
  * terminal event (shutdown cancels every run) for {@link shutdownWatchGraceMs}, and gets UNAVAILABLE
@@ -132,17 +134,17 @@ export async function* watchForCall(
   afterSequence: number,
   context: HandlerContext,
   untilEnd: boolean,
-): AsyncGenerator<RunEvent> {
-  const stop = new AbortController();
+): AsyncGenerator<readonly RunEvent[]> {
+  const stop = new Cancellation();
   let shutdownTimer: NodeJS.Timeout | undefined;
   const onAbort = (): void => {
     const end = callEndOf(context);
-    if (end === "shutdown") shutdownTimer = setTimeout(() => stop.abort(), shutdownWatchGraceMs);
-    else if (!untilEnd) stop.abort();
+    if (end === "shutdown") shutdownTimer = setTimeout(() => stop.abort(undefined), shutdownWatchGraceMs);
+    else if (!untilEnd) stop.abort(undefined);
   };
   const stopListening = callCancellation(context).onAbort(onAbort);
   try {
-    yield* executions.watch(record, afterSequence, stop.signal);
+    yield* executions.watchBatches(record, afterSequence, stop);
   } finally {
     stopListening();
     clearTimeout(shutdownTimer);

@@ -13,6 +13,7 @@ import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
 import { watchForCall } from "./call-run.js";
+import { batchedStream } from "./message-batches.js";
 import { listExecutionsPage } from "./list-executions-page.js";
 import { followExecutions } from "./watch-executions.js";
 
@@ -72,10 +73,14 @@ export function createExecutionService(
       return { execution: record.toProto(), deduplicated };
     },
 
-    async *watchExecution(request, context) {
-      const record = await recordFor(request.executionId, "read", context);
-      for await (const event of watchForCall(executions, record, Number(request.afterSequence), context, false))
-        yield { event };
+    // Batched (see message-batches.ts), like RunTool: a backlog or a turn's events go out together.
+    watchExecution(request, context) {
+      return batchedStream(async function* () {
+        const record = await recordFor(request.executionId, "read", context);
+        for await (const events of watchForCall(executions, record, Number(request.afterSequence), context, false)) {
+          yield events.map((event) => ({ event }));
+        }
+      });
     },
 
     async *watchExecutions(request, context) {

@@ -13,10 +13,13 @@ import type {
 import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
-import type { CallPacer } from "./call-pacer.js";
+import { sendPaced, type CallPacer } from "./call-pacer.js";
+import { eventResponseEncoder, type ResponseEncoder } from "./event-response-encoding.js";
 import { toBinaryFast } from "./fast-binary.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
+import { createBatchSender, type StreamingCall } from "./grpc-stream-sender.js";
+import { batchesOf } from "./message-batches.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
@@ -93,6 +96,9 @@ export function addServiceToGrpcServer<S extends DescService>(
     if (!impl) continue;
     const path = `/${service.typeName}/${method.name}`;
     const bidi = method.methodKind === "bidi_streaming";
+    // Streams of run events have their own encoder (see event-response-encoding.ts).
+    const encodeGeneric: ResponseEncoder = (message) => encode(method.output, message);
+    const encodeStreamed = eventResponseEncoder(method.output, encodeGeneric) ?? encodeGeneric;
     const streaming = method.methodKind === "server_streaming" || bidi;
     definition[method.name] = {
       path,
@@ -140,7 +146,16 @@ export function addServiceToGrpcServer<S extends DescService>(
           start(call, release, () => {
             const requests = bidi ? decodeAll(method.input, call as ServerDuplexStream<Buffer, Buffer>) : undefined;
             const callContext = context(call);
-            void serveStream(call, method, impl as StreamingMethod, callContext, options, requests).finally(() => {
+            const serving = serveStream(
+              call,
+              method,
+              encodeStreamed,
+              impl as StreamingMethod,
+              callContext,
+              options,
+              requests,
+            );
+            void serving.finally(() => {
               ended(callContext);
               release();
             });
@@ -181,50 +196,27 @@ async function serveUnary(
   }
 }
 
-/**
- * Runs `send` when the pacer lets it (see CallPacer.send): returns undefined when it ran at once,
- * or a promise that resolves once it ran in a later turn.
- */
-function sendPaced(pacer: CallPacer | undefined, send: () => void): Promise<void> | undefined {
-  if (!pacer) {
-    send();
-    return undefined;
-  }
-  let sent = false;
-  let resolve: (() => void) | undefined;
-  pacer.send(() => {
-    send();
-    sent = true;
-    resolve?.();
-  });
-  return sent ? undefined : new Promise<void>((done) => (resolve = done));
-}
-
 async function serveStream(
-  call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
+  call: StreamingCall,
   method: DescMethod,
+  encodeResponse: ResponseEncoder,
   impl: StreamingMethod,
   context: HandlerContext,
   options: GrpcAdapterOptions,
   requests?: AsyncIterable<unknown>,
 ): Promise<void> {
-  let iterator: AsyncIterator<unknown> | undefined;
+  let iterator: AsyncIterator<readonly unknown[]> | undefined;
   try {
     // A bidirectional method takes the stream of requests; a server-streaming one, its one request.
     const input = requests ?? decode(method.input, (call as ServerWritableStream<Buffer, Buffer>).request);
-    iterator = impl(input, context)[Symbol.asyncIterator]();
+    // The messages ready together come as one batch (see message-batches.ts): one step of the
+    // generators behind it for all of them, and one write.
+    iterator = batchesOf(impl(input, context));
+    const send = createBatchSender(call, encodeResponse, options.pacer);
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
-      if (call.cancelled) return;
-      const bytes = encode(method.output, next.value);
-      let writable = true;
-      const sending = sendPaced(options.pacer, () => {
-        if (!call.cancelled) writable = call.write(bytes);
-      });
-      if (sending) await sending;
-      // Respect flow control: wait until the client reads, or until it goes away.
-      if (!writable) await waitForDrain(call);
+      if (!(await send(next.value))) return;
     }
     finishedCalls.add(call);
     const ending = sendPaced(options.pacer, () => call.end());
@@ -237,19 +229,6 @@ async function serveStream(
     // Stops the generator when the client left early; its own finally blocks clean up.
     await iterator?.return?.();
   }
-}
-
-/** Resolves when the stream can take more, or when the call is cancelled. */
-function waitForDrain(call: ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      call.off("drain", done);
-      call.off("cancelled", done);
-      resolve();
-    };
-    call.once("drain", done);
-    call.once("cancelled", done);
-  });
 }
 
 /** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */

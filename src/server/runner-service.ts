@@ -8,6 +8,7 @@ import { callerOf, traceParentKey } from "./call-context.js";
 import { awaitForCall, bindRunToCall, cancelInBackground, watchForCall } from "./call-run.js";
 import { defaultConnectionOptions } from "./connection-options.js";
 import { fitToolPage } from "./fit-tool-page.js";
+import { batchedStream } from "./message-batches.js";
 
 /**
  * The RunnerService RPCs over a runtime, written once for every transport. Activating, executing,
@@ -88,35 +89,40 @@ export function createRunnerService(
       return { wasActive: await activations.deactivate(request.runner, request.toolName) };
     },
 
-    async *runTool(request, context) {
-      await syncTools();
-      authorizeExecution(request.toolName, context);
-      // A detached run outlives this call, so the call's deadline does not bound it.
-      const detach = request.options?.detachOnDisconnect ?? false;
-      const facts = callFacts(context);
-      const { record, deduplicated } = await executions.startRun({
-        runner: runners.createPrivate(),
-        requireActive: false,
-        toolName: request.toolName,
-        inputs: request.inputs ?? {},
-        timeoutMs: request.timeoutMs,
-        options: request.options,
-        ...facts,
-        deadlineMs: detach ? undefined : facts.deadlineMs,
+    // Batched (see message-batches.ts): the events a run records in one turn go out together.
+    runTool(request, context) {
+      return batchedStream(async function* () {
+        await syncTools();
+        authorizeExecution(request.toolName, context);
+        // A detached run outlives this call, so the call's deadline does not bound it.
+        const detach = request.options?.detachOnDisconnect ?? false;
+        const facts = callFacts(context);
+        const { record, deduplicated } = await executions.startRun({
+          runner: runners.createPrivate(),
+          requireActive: false,
+          toolName: request.toolName,
+          inputs: request.inputs ?? {},
+          timeoutMs: request.timeoutMs,
+          options: request.options,
+          ...facts,
+          deadlineMs: detach ? undefined : facts.deadlineMs,
+        });
+        // When the call ends early (the client left, its deadline passed, or the server shuts down),
+        // a run this call created is cancelled (a deadline ends it as a TimeoutError) and the stream
+        // still delivers its last events to whoever is there. A detached run, or an earlier run this
+        // call attached to by its idempotency key, goes on and this stream simply stops.
+        const owned = !deduplicated && !detach;
+        const unbind = owned ? bindRunToCall(executions, record, context) : undefined;
+        try {
+          for await (const events of watchForCall(executions, record, 0, context, owned)) {
+            yield events.map((event) => ({ event }));
+          }
+        } finally {
+          unbind?.();
+          // Reached with the run live only when the transport stopped reading this stream.
+          if (record.isLive && owned) cancelInBackground(executions, record.id, "the client went away");
+        }
       });
-      // When the call ends early (the client left, its deadline passed, or the server shuts down),
-      // a run this call created is cancelled (a deadline ends it as a TimeoutError) and the stream
-      // still delivers its last events to whoever is there. A detached run, or an earlier run this
-      // call attached to by its idempotency key, goes on and this stream simply stops.
-      const owned = !deduplicated && !detach;
-      const unbind = owned ? bindRunToCall(executions, record, context) : undefined;
-      try {
-        for await (const event of watchForCall(executions, record, 0, context, owned)) yield { event };
-      } finally {
-        unbind?.();
-        // Reached with the run live only when the transport stopped reading this stream.
-        if (record.isLive && owned) cancelInBackground(executions, record.id, "the client went away");
-      }
     },
   };
 }

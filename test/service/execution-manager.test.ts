@@ -2,6 +2,8 @@ import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protob
 import { expect } from "chai";
 import { ExecutionOptionsSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { ExecutionManagerOptions } from "../../src/executions/execution-manager.js";
+import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { Cancellation } from "../../src/async/cancellation.js";
 import type { ExecutionRecord } from "../../src/executions/execution-record.js";
 import { isToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { createToolRuntime, type ToolRuntime } from "../../src/runtime.js";
@@ -132,6 +134,45 @@ describe("ExecutionManager races", () => {
       Array.from({ length: record.lastSequence - seen }, (_, index) => seen + index + 1),
     );
     expect(rest.at(-1)?.event.case).to.equal("completed");
+    close();
+  });
+
+  it("hands a watcher every event recorded since its last step in one batch, in order, COMPLETED last", async () => {
+    const gate = deferred<JsonObject>();
+    const { start, runtime, close } = harness([defineTool({ name: "race.batches", handler: () => gate.promise })]);
+    const record = start("race.batches");
+    await until(record, "executionStarted");
+    const recorded = record.lastSequence;
+    const watcher = runtime.executions.watchBatches(record, 0, new Cancellation());
+    const first = await watcher.next();
+    // What was recorded before the watcher came arrives at once, as one batch.
+    expect(first.done).to.equal(false);
+    expect((first.value as RunEvent[]).map((event) => Number(event.sequence))).to.deep.equal(
+      Array.from({ length: recorded }, (_, index) => index + 1),
+    );
+    gate.resolve({ done: true });
+    const later: RunEvent[][] = [];
+    for (let next = await watcher.next(); !next.done; next = await watcher.next()) later.push([...next.value]);
+    expect(later.every((batch) => batch.length > 0)).to.equal(true);
+    expect(later.flat().map((event) => Number(event.sequence))).to.deep.equal(
+      Array.from({ length: record.lastSequence - recorded }, (_, index) => recorded + index + 1),
+    );
+    expect(later.flat().at(-1)?.event.case).to.equal("completed");
+    close();
+  });
+
+  it("ends a watcher quietly when its stop is cancelled while it waits", async () => {
+    const gate = deferred<JsonObject>();
+    const { start, runtime, close } = harness([defineTool({ name: "race.stop", handler: () => gate.promise })]);
+    const record = start("race.stop");
+    await until(record, "executionStarted");
+    const stop = new Cancellation();
+    const watcher = runtime.executions.watchBatches(record, record.lastSequence, stop);
+    const waiting = watcher.next();
+    stop.abort(undefined);
+    expect((await waiting).done).to.equal(true);
+    gate.resolve({});
+    await record.done;
     close();
   });
 

@@ -1,0 +1,148 @@
+import { Metadata, ServerInterceptingCall, type ServerInterceptingCallInterface } from "@grpc/grpc-js";
+import type { Writable } from "node:stream";
+
+/**
+ * grpc-js sends a stream's messages one at a time: each `call.write` is framed and handed to the
+ * HTTP/2 stream on its own, and the next one waits in grpc-js's buffer until that write completes
+ * (a native write and its completion, through five layers of callbacks, per message). It has no
+ * public way to send several at once: its ServerWritableStream has no `_writev`, and whatever the
+ * serializer returns is framed as one message. A RunTool stream sends six messages per run, which
+ * made those writes the largest cost of the stream after encoding.
+ *
+ * A FrameWriter writes several length-prefixed messages to the call's HTTP/2 stream in one write,
+ * doing what grpc-js's `sendMessage` does around each: the response headers first, the size limit,
+ * channelz's count of messages sent, nothing once the call is over. It reaches the HTTP/2 stream
+ * through grpc-js internals (ServerWritableStreamImpl.call → ServerInterceptingCall.nextCall… →
+ * BaseServerInterceptingCall.stream; checked against @grpc/grpc-js 1.14), and exists only when that
+ * path is exactly as expected and no interceptor on it handles messages or headers: otherwise
+ * {@link frameWriterFor} returns undefined and the stream writes through `call.write` as before
+ * (a test fails when grpc-js changes under it).
+ */
+export interface FrameWriter {
+  /**
+   * Whether messages may go straight to the HTTP/2 stream now: the response headers are sent and
+   * nothing waits in grpc-js's own buffer (so they cannot overtake a message written through it).
+   */
+  ready(): boolean;
+  /** Whether a message of `bytes` is within the call's limit (grpc-js refuses larger ones itself). */
+  fits(bytes: number): boolean;
+  /**
+   * Writes `messages`, each with its 5-byte gRPC prefix, in one write; does nothing once the call
+   * is over. Returns false when the HTTP/2 stream's buffer is full: wait for {@link drained}.
+   */
+  write(messages: readonly Uint8Array[], totalBytes: number): boolean;
+  /** Resolves when the HTTP/2 stream can take more, or when the call ends. */
+  drained(): Promise<void>;
+  /** Bytes waiting in the HTTP/2 stream's buffer (written, not yet taken by the HTTP/2 session). */
+  readonly bufferedBytes: number;
+}
+
+/** The parts of grpc-js's BaseServerInterceptingCall the writer uses (internal to grpc-js). */
+interface BaseCall {
+  readonly stream: Writable & { readonly closed: boolean };
+  readonly cancelled: boolean;
+  readonly metadataSent: boolean;
+  readonly maxSendMessageSize: number;
+  readonly callEventTracker?: { addMessageSent(): void } | null;
+}
+
+/** A grpc-js server call as the handler receives it: a ServerWritableStream or ServerDuplexStream. */
+type ServerCall = Writable & { readonly cancelled: boolean; sendMetadata(metadata: Metadata): void };
+
+const prefixBytes = 5;
+/**
+ * The responder an interceptor gets when it sets no `sendMessage` or `sendMetadata` of its own: it
+ * passes messages on, and the headers at once.
+ */
+const passThrough = responderOf(new ServerInterceptingCall({} as ServerInterceptingCallInterface));
+
+/** A writer for `call`'s HTTP/2 stream, or undefined when grpc-js is not shaped as expected. */
+export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
+  const base = baseCallOf(call);
+  if (!base) return undefined;
+  const stream = base.stream;
+  const live = (): boolean => !base.cancelled && !stream.destroyed && !stream.closed && !stream.writableEnded;
+  return {
+    ready() {
+      if (call.writableLength > 0 || !live()) return false;
+      // grpc-js sends the headers before the first message; interceptors see them on the way.
+      if (!base.metadataSent) call.sendMetadata(new Metadata());
+      return base.metadataSent;
+    },
+    get bufferedBytes() {
+      return stream.writableLength;
+    },
+    fits: (bytes) => base.maxSendMessageSize === -1 || bytes <= base.maxSendMessageSize,
+    write(messages, totalBytes) {
+      if (!live()) return true;
+      const out = Buffer.allocUnsafe(totalBytes + prefixBytes * messages.length);
+      let at = 0;
+      for (const message of messages) {
+        // Byte 0: not compressed (grpc-js compresses no response either); then the length, big-endian.
+        out[at] = 0;
+        out.writeUInt32BE(message.byteLength, at + 1);
+        out.set(message, at + prefixBytes);
+        at += prefixBytes + message.byteLength;
+      }
+      const tracker = base.callEventTracker;
+      // As grpc-js does, a message counts as sent once its write completes; a failed write breaks
+      // the stream, which grpc-js reports as the call's cancellation.
+      return stream.write(out, (error) => {
+        if (!error && tracker) for (let i = 0; i < messages.length; i++) tracker.addMessageSent();
+      });
+    },
+    drained() {
+      return new Promise((resolve) => {
+        const done = (): void => {
+          stream.off("drain", done);
+          stream.off("close", done);
+          call.off("cancelled", done);
+          resolve();
+        };
+        stream.once("drain", done);
+        stream.once("close", done);
+        call.once("cancelled", done);
+      });
+    },
+  };
+}
+
+/**
+ * The BaseServerInterceptingCall under `call`'s interceptors, when each of them passes messages and
+ * headers on untouched; undefined otherwise.
+ */
+function baseCallOf(call: ServerCall): BaseCall | undefined {
+  if (!passThrough?.sendMessage || !passThrough.sendMetadata) return undefined;
+  let layer: unknown = (call as unknown as { call?: unknown }).call;
+  while (layer instanceof ServerInterceptingCall) {
+    const responder = responderOf(layer);
+    if (responder?.sendMessage !== passThrough.sendMessage || responder.sendMetadata !== passThrough.sendMetadata) {
+      return undefined;
+    }
+    layer = (layer as unknown as { nextCall?: unknown }).nextCall;
+  }
+  return isBaseCall(layer) ? layer : undefined;
+}
+
+/** The functions a ServerInterceptingCall calls for its interceptor (internal to grpc-js). */
+interface Responder {
+  readonly sendMessage?: unknown;
+  readonly sendMetadata?: unknown;
+}
+
+function responderOf(call: ServerInterceptingCall): Responder | undefined {
+  return (call as unknown as { responder?: Responder }).responder;
+}
+
+function isBaseCall(value: unknown): value is BaseCall {
+  if (typeof value !== "object" || value === null) return false;
+  const call = value as Partial<Record<keyof BaseCall, unknown>>;
+  const stream = call.stream as Partial<Writable> | undefined;
+  return (
+    typeof stream?.write === "function" &&
+    typeof stream.once === "function" &&
+    typeof call.cancelled === "boolean" &&
+    typeof call.metadataSent === "boolean" &&
+    typeof call.maxSendMessageSize === "number"
+  );
+}

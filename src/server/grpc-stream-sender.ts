@@ -1,0 +1,101 @@
+import type { ServerDuplexStream, ServerWritableStream } from "@grpc/grpc-js";
+import { sendPaced, type CallPacer } from "./call-pacer.js";
+import { frameWriterFor, type FrameWriter } from "./grpc-frame-writer.js";
+
+/** A grpc-js server call that sends a stream of messages. */
+export type StreamingCall = ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>;
+
+/**
+ * Most bytes of messages written together: the HTTP/2 stream's default buffer (16 KiB), so that
+ * a long batch (a watcher catching up on a backlog) still meets flow control and the pacer's
+ * per-turn budget in bounded steps.
+ */
+export const maxBytesPerWrite = 16 * 1024;
+
+/**
+ * Sends a batch of messages of `call`, in order; resolves false when the call was cancelled before
+ * every message was sent (nothing more should be sent), true otherwise.
+ */
+export type BatchSender = (batch: readonly unknown[]) => Promise<boolean>;
+
+/**
+ * Creates the sender of `call`'s batches (see message-batches.ts). Each message is encoded with
+ * `encode`; the messages of a batch are written together, up to {@link maxBytesPerWrite} per write,
+ * through a FrameWriter (one HTTP/2 write for all of them) when grpc-js allows one, and otherwise
+ * one `call.write` each, as before. Every write is paced (CallPacer.send) and, when the stream's
+ * buffer is full, waits until the client reads (or leaves) before the next.
+ */
+export function createBatchSender(
+  call: StreamingCall,
+  encode: (message: unknown) => Buffer,
+  pacer: CallPacer | undefined,
+): BatchSender {
+  const writer = frameWriterFor(call);
+
+  // One message through grpc-js, waiting for drain when its buffer is full.
+  const writeOne = async (bytes: Buffer): Promise<void> => {
+    let writable = true;
+    const sending = sendPaced(pacer, () => {
+      if (!call.cancelled) writable = call.write(bytes);
+    });
+    if (sending) await sending;
+    if (!writable) await waitForDrain(call);
+  };
+
+  // Several messages in one write; through grpc-js, in order, when the writer cannot take them now.
+  const writeTogether = async (direct: FrameWriter, messages: Buffer[], bytes: number): Promise<void> => {
+    let wait: (() => Promise<void>) | undefined;
+    const sending = sendPaced(pacer, () => {
+      if (call.cancelled) return;
+      if (direct.ready()) {
+        if (!direct.write(messages, bytes)) wait = () => direct.drained();
+        return;
+      }
+      let writable = true;
+      for (const message of messages) writable = call.write(message);
+      if (!writable) wait = () => waitForDrain(call);
+    });
+    if (sending) await sending;
+    if (wait) await wait();
+  };
+
+  return async (batch) => {
+    let together: Buffer[] = [];
+    let togetherBytes = 0;
+    const flush = async (): Promise<void> => {
+      if (!writer || together.length === 0) return;
+      const [messages, bytes] = [together, togetherBytes];
+      together = [];
+      togetherBytes = 0;
+      await writeTogether(writer, messages, bytes);
+    };
+    for (const message of batch) {
+      if (call.cancelled) return false;
+      const bytes = encode(message);
+      if (writer?.fits(bytes.byteLength)) {
+        together.push(bytes);
+        togetherBytes += bytes.byteLength;
+        if (togetherBytes >= maxBytesPerWrite) await flush();
+      } else {
+        // Alone, through grpc-js: it answers RESOURCE_EXHAUSTED for a message over the limit.
+        await flush();
+        await writeOne(bytes);
+      }
+    }
+    await flush();
+    return true;
+  };
+}
+
+/** Resolves when the stream can take more, or when the call is cancelled. */
+export function waitForDrain(call: StreamingCall): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      call.off("drain", done);
+      call.off("cancelled", done);
+      resolve();
+    };
+    call.once("drain", done);
+    call.once("cancelled", done);
+  });
+}

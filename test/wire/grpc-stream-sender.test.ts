@@ -1,0 +1,190 @@
+import {
+  Client,
+  credentials,
+  Server,
+  ServerCredentials,
+  ServerInterceptingCall,
+  ServerListenerBuilder,
+  status,
+  type ServerInterceptor,
+  type ServerWritableStream,
+  type ServiceError,
+} from "@grpc/grpc-js";
+import { expect } from "chai";
+import { frameWriterFor, type FrameWriter } from "../../src/server/grpc-frame-writer.js";
+import { createBatchSender, maxBytesPerWrite, type BatchSender } from "../../src/server/grpc-stream-sender.js";
+
+const path = "/test.Streams/Send";
+const identity = (bytes: Buffer): Buffer => bytes;
+
+/** Interceptors shaped like the server's own: one passes everything on, one only watches `start`. */
+const passThrough: ServerInterceptor = (_method, call) => new ServerInterceptingCall(call);
+const watchesStart: ServerInterceptor = (_method, call) =>
+  new ServerInterceptingCall(call, { start: (next) => next(new ServerListenerBuilder().build()) });
+/** Interceptors that handle messages or headers themselves: the frame writer must not go around them. */
+const countsMessages: ServerInterceptor = (_method, call) =>
+  new ServerInterceptingCall(call, { sendMessage: (message, next) => next(message) });
+const addsHeaders: ServerInterceptor = (_method, call) =>
+  new ServerInterceptingCall(call, { sendMetadata: (metadata, next) => next(metadata) });
+
+/** Message `index` of `size` bytes: its index in the first 4 bytes, then a filler. */
+function message(index: number, size: number): Buffer {
+  const bytes = Buffer.alloc(size, index % 251);
+  bytes.writeUInt32BE(index, 0);
+  return bytes;
+}
+
+/** What the handler of the test server does with each call, set by each test. */
+type Handler = (call: ServerWritableStream<Buffer, Buffer>) => Promise<void>;
+
+async function startServer(
+  interceptors: ServerInterceptor[],
+  handler: () => Handler,
+  maxSendBytes = -1,
+): Promise<{ server: Server; port: number }> {
+  const server = new Server({ interceptors, "grpc.max_send_message_length": maxSendBytes });
+  server.register(
+    path,
+    (call: ServerWritableStream<Buffer, Buffer>) => void handler()(call),
+    identity,
+    identity,
+    "serverStream",
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
+  );
+  return { server, port };
+}
+
+/** Opens the stream without reading it; `read()` then reads it to its end. */
+function openStream(port: number) {
+  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+  const stream = client.makeServerStreamRequest(path, identity, identity, Buffer.alloc(0));
+  const read = () =>
+    new Promise<{ messages: Buffer[]; error?: ServiceError }>((resolve) => {
+      const messages: Buffer[] = [];
+      stream.on("data", (bytes: Buffer) => messages.push(bytes));
+      stream.on("error", (error: ServiceError) => resolve({ messages, error }));
+      stream.on("end", () => resolve({ messages }));
+    });
+  return { read, close: () => client.close() };
+}
+
+/** Yields to the event loop until `condition` holds (the test's timeout bounds the wait). */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe("Batches of a stream on the gRPC port", () => {
+  let server: Server | undefined;
+  let handler: Handler = () => Promise.resolve();
+  afterEach(() => server?.forceShutdown());
+
+  describe("frameWriterFor()", () => {
+    it("reaches the HTTP/2 stream through interceptors that pass messages and headers on, and not through one that handles them", async () => {
+      const found: Record<string, boolean> = {};
+      for (const [name, interceptors] of [
+        ["none", []],
+        ["the server's kind", [passThrough, watchesStart]],
+        ["one handling messages", [passThrough, countsMessages]],
+        ["one handling headers", [addsHeaders, passThrough]],
+      ] as const) {
+        const started = await startServer([...interceptors], () => handler);
+        server = started.server;
+        handler = (call) => {
+          found[name] = frameWriterFor(call) !== undefined;
+          call.end();
+          return Promise.resolve();
+        };
+        const stream = openStream(started.port);
+        expect((await stream.read()).error).to.equal(undefined);
+        stream.close();
+        server.forceShutdown();
+      }
+      expect(found).to.deep.equal({
+        none: true,
+        "the server's kind": true,
+        "one handling messages": false,
+        "one handling headers": false,
+      });
+    });
+  });
+
+  describe("createBatchSender()", () => {
+    const messageBytes = 4096;
+    const count = 1024; // 4 MiB: far more than HTTP/2 flow control lets through before the client reads
+
+    it("writes a batch in order, 16 KiB a write, and stops writing while the client does not read", async () => {
+      let writer: FrameWriter | undefined;
+      let encoded = 0;
+      let send: BatchSender | undefined;
+      let sent: Promise<boolean> | undefined;
+      const started = await startServer([passThrough, watchesStart], () => handler);
+      server = started.server;
+      const ended = new Promise<void>((resolve) => {
+        handler = async (call) => {
+          writer = frameWriterFor(call);
+          send = createBatchSender(
+            call,
+            (index) => {
+              encoded += 1;
+              return message(index as number, messageBytes);
+            },
+            undefined,
+          );
+          sent = send(Array.from({ length: count }, (_, index) => index));
+          expect(await sent).to.equal(true);
+          call.end();
+          resolve();
+        };
+      });
+      const stream = openStream(started.port);
+      // The client reads nothing yet: the writes must stop once the stream's buffer is full.
+      await until(() => writer !== undefined && writer.bufferedBytes >= maxBytesPerWrite);
+      expect(encoded, "messages encoded when the buffer filled").to.be.below(count);
+      expect(writer!.bufferedBytes).to.be.at.most(maxBytesPerWrite + 4 * (messageBytes + 5));
+
+      const { messages, error } = await stream.read();
+      await ended;
+      expect(error).to.equal(undefined);
+      expect(messages).to.have.length(count);
+      messages.forEach((bytes, index) => expect(bytes.readUInt32BE(0), `message ${index}`).to.equal(index));
+      expect(messages.every((bytes) => bytes.length === messageBytes)).to.equal(true);
+      stream.close();
+    });
+
+    it("writes through call.write, in order, when an interceptor handles messages", async () => {
+      const started = await startServer([countsMessages], () => handler);
+      server = started.server;
+      handler = async (call) => {
+        const send = createBatchSender(call, (index) => message(index as number, 100), undefined);
+        expect(await send([0, 1, 2])).to.equal(true);
+        expect(await send(Array.from({ length: 500 }, (_, index) => index + 3))).to.equal(true);
+        call.end();
+      };
+      const stream = openStream(started.port);
+      const { messages, error } = await stream.read();
+      expect(error).to.equal(undefined);
+      expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal(Array.from({ length: 503 }, (_, i) => i));
+      stream.close();
+    });
+
+    it("sends the messages before one over the size limit, then ends with grpc-js's RESOURCE_EXHAUSTED", async () => {
+      const started = await startServer([passThrough, watchesStart], () => handler, 10_000);
+      server = started.server;
+      handler = async (call) => {
+        const sizes = [100, 100, 20_000, 100];
+        const send = createBatchSender(call, (index) => message(index as number, sizes[index as number]!), undefined);
+        await send([0, 1, 2, 3]);
+        call.end();
+      };
+      const stream = openStream(started.port);
+      const { messages, error } = await stream.read();
+      expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal([0, 1]);
+      expect(error?.code).to.equal(status.RESOURCE_EXHAUSTED);
+      stream.close();
+    });
+  });
+});
