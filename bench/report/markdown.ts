@@ -168,7 +168,7 @@ export function renderMarkdown(input: ReportInput): string {
       `Around the warm-up and the measured window, the toolruntime's /metrics were read (\`toolruntime_rpc_requests_total\` by code, \`toolruntime_executions_total\` by outcome): ` +
       `a window is verified when the server counted no non-OK call and no failed run (but for CANCELLED calls h2load abandoned at the end of its time, at most as many as it left in flight) ` +
       `and at least as many OK calls and successful runs as h2load counted. The bare baselines keep no counters: h2load's counts and the replayed call are their check. ` +
-      `Cases 7 and 8 check every call's status in the client and the server's counters, and case 8 lists every run as SUCCEEDED. ` +
+      `Case 7 checks every call's status in its client and on the server's counters; case 8's burst (sent by h2load) is checked on the server's counters (every StartExecution OK, every run a success) and by listing each of its runs as SUCCEEDED. ` +
       `Under h2load: ${loadErrors} failed or non-2xx of ${loadCalls.toLocaleString("en-US")} requests. ` +
       `Windows not verified: ${failedWindows} of ${input.windows.length}. Concurrency case: ${facts.concurrencyErrors} runs failed.`,
     "",
