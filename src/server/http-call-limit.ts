@@ -45,7 +45,11 @@ export function withCallLimit(
       limiter.release();
     });
     if (!pacer) handler(request, response);
-    else pacer.run(() => closed || handler(request, response), () => request.socket);
+    else
+      pacer.run(
+        () => closed || handler(request, response),
+        () => request.socket,
+      );
   };
 }
 
