@@ -182,8 +182,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const limiter = createCallLimiter(connection.maxCallsInFlight, logger);
   // 3 ms of starting and sending per turn (and 5 ms of starting granted queued runs, runWorkBudget):
   // under a burst of 10,000 StartExecution, 10 ms let the event loop's p99 delay reach 110 ms and
-  // 5 ms 50–60 ms; 3 ms kept it at 40–47 ms with no admission rate or call rate lost that the
-  // machine's noise let us see (see the design notes, "Transports").
+  // 5 ms 50–60 ms; 3 ms kept it at 40–47 ms, perhaps at some admission rate (see the design
+  // notes, "Transports").
   const pacer = createCallPacer(3);
   const grpc = createGrpcServer(connection);
   const grpcServer = grpc.server;
