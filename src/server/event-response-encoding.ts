@@ -2,7 +2,8 @@ import { isMessage, type DescMessage } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { toBinaryFast } from "./fast-binary.js";
-import { flatWriterFor, utf8Length, varintSize, writeString, writeVarint } from "./flat-message-writer.js";
+import { utf8Length, varintSize } from "./binary-out.js";
+import { flatWriterFor, writeString, writeVarint } from "./flat-message-writer.js";
 
 /**
  * A streamed run sends a handful of small events per run (DISCOVERED, ACTIVATED, EXECUTION_STARTED…),

@@ -364,6 +364,12 @@ function delimited(
   };
 }
 
+const int64Codec: ValueCodec = {
+  wireType: WireType.Varint,
+  size: (value) => int64Size(wireInt64(value as Int64Value)),
+  write: (value, out) => out.int64(wireInt64(value as Int64Value)),
+};
+
 const scalarCodecs: Partial<Record<ScalarType, ValueCodec>> = {
   [ScalarType.DOUBLE]: {
     wireType: WireType.Bit64,
@@ -400,16 +406,9 @@ const scalarCodecs: Partial<Record<ScalarType, ValueCodec>> = {
     size: () => 4,
     write: (value, out) => out.sfixed32(value as number),
   },
-  [ScalarType.INT64]: {
-    wireType: WireType.Varint,
-    size: (value) => int64Size(wireInt64(value as Int64Value)),
-    write: (value, out) => out.int64(wireInt64(value as Int64Value)),
-  },
-  [ScalarType.UINT64]: {
-    wireType: WireType.Varint,
-    size: (value) => int64Size(wireInt64(value as Int64Value)),
-    write: (value, out) => out.int64(wireInt64(value as Int64Value)),
-  },
+  // Signed and unsigned 64-bit varints share one codec: wireInt64 gives both their wire value.
+  [ScalarType.INT64]: int64Codec,
+  [ScalarType.UINT64]: int64Codec,
   [ScalarType.STRING]: {
     wireType: WireType.LengthDelimited,
     size(value, sizes) {

@@ -1,6 +1,7 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
+import { utf8Length, varintSize } from "./binary-out.js";
 
 /**
  * Most run events carry a small body of a few scalars (ACTIVATED's tool name, EXECUTION_STARTED's
@@ -144,13 +145,6 @@ function createFlatWriter(fields: readonly FlatField[]): FlatWriter {
 /** Strings up to this length are measured and copied in JavaScript: a call into Buffer costs more. */
 const shortString = 64;
 
-/** UTF-8 length of `text`. */
-export function utf8Length(text: string): number {
-  if (text.length > shortString) return Buffer.byteLength(text);
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0x80) return Buffer.byteLength(text);
-  return text.length;
-}
-
 /** Writes `text` with its length in front at `at`; returns the position after it. */
 export function writeString(out: Buffer, at: number, text: string): number {
   const length = utf8Length(text);
@@ -161,16 +155,6 @@ export function writeString(out: Buffer, at: number, text: string): number {
     return at;
   }
   return at + out.write(text, at, length, "utf8");
-}
-
-/** Bytes of a varint of a non-negative safe integer. */
-export function varintSize(value: number): number {
-  let size = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    size++;
-  }
-  return size;
 }
 
 /** Writes a non-negative safe integer as a varint at `at`; returns the position after it. */
