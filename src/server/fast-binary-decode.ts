@@ -9,10 +9,10 @@ import {
   type JsonObject,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
+import type { WireType } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { readStruct, setOwn } from "./struct-from-binary.js";
-import { notDecoded, WireReader } from "./wire-reader.js";
+import { notDecoded, wireBit32, wireBit64, wireDelimited, wireVarint, WireReader } from "./wire-reader.js";
 
 /**
  * Decodes a message as protobuf-es's `fromBinary` does (same fields, defaults, prototype,
@@ -111,7 +111,7 @@ function compileMessage(schema: DescMessage): MessageDecoder {
   const byNumber: (FieldReader | undefined)[] = [];
   const sparse = new Map<number, FieldReader>();
   const decoder: MessageDecoder = {
-    create: () => create(schema) as unknown as Fields,
+    create: () => create(schema),
     read(message, reader, end) {
       reader.enter();
       let unknown: UnknownField[] | undefined;
@@ -162,7 +162,7 @@ function compileField(field: DescField): FieldReader {
 
 /** Reads one value, without its tag, of the wire type it names. */
 interface ValueReader {
-  readonly wireType: WireType;
+  readonly wireType: number;
   read(reader: WireReader): unknown;
 }
 
@@ -190,14 +190,14 @@ function messageField(field: Extract<DescField, { fieldKind: "message" }>): Fiel
   const read = mergingReader(field);
   if (oneofName !== undefined) {
     return (message, reader, wireType) => {
-      if (wireType !== WireType.LengthDelimited) throw notDecoded;
+      if (wireType !== wireDelimited) throw notDecoded;
       const oneof = message[oneofName] as { case: string | undefined; value?: unknown };
       const value = read(reader, oneof.case === name ? oneof.value : undefined);
       message[oneofName] = { case: name, value };
     };
   }
   return (message, reader, wireType) => {
-    if (wireType !== WireType.LengthDelimited) throw notDecoded;
+    if (wireType !== wireDelimited) throw notDecoded;
     message[name] = read(reader, message[name]);
   };
 }
@@ -240,7 +240,7 @@ function listField(field: Extract<DescField, { fieldKind: "list" }>): FieldReade
   if (field.listKind === "message") {
     const read = mergingReader(field);
     return (message, reader, wireType) => {
-      if (wireType !== WireType.LengthDelimited) throw notDecoded;
+      if (wireType !== wireDelimited) throw notDecoded;
       (message[name] as unknown[]).push(read(reader, undefined));
     };
   }
@@ -248,12 +248,12 @@ function listField(field: Extract<DescField, { fieldKind: "list" }>): FieldReade
     field.listKind === "enum"
       ? scalarReader(ScalarType.INT32, false, false)
       : scalarReader(field.scalar, field.longAsString, field.utf8Validation);
-  const packable = value.wireType !== WireType.LengthDelimited;
+  const packable = value.wireType !== wireDelimited;
   return (message, reader, wireType) => {
     const items = message[name] as unknown[];
     if (wireType === value.wireType) {
       items.push(value.read(reader));
-    } else if (packable && wireType === WireType.LengthDelimited) {
+    } else if (packable && wireType === wireDelimited) {
       const end = reader.delimited();
       while (reader.pos < end) items.push(value.read(reader));
       reader.endAt(end);
@@ -271,7 +271,7 @@ function mapField(field: Extract<DescField, { fieldKind: "map" }>): FieldReader 
   const keyTag = (1 << 3) | key.wireType;
   const keyZero = field.mapKey === ScalarType.STRING ? "" : field.mapKey === ScalarType.BOOL ? "false" : "0";
   let readValue: MergingReader;
-  let valueWireType: WireType = WireType.LengthDelimited;
+  let valueWireType: number = wireDelimited;
   let zeroValue: () => unknown;
   switch (field.mapKind) {
     case "message": {
@@ -298,13 +298,13 @@ function mapField(field: Extract<DescField, { fieldKind: "map" }>): FieldReader 
   }
   const valueTag = (2 << 3) | valueWireType;
   return (message, reader, wireType) => {
-    if (wireType !== WireType.LengthDelimited) throw notDecoded;
+    if (wireType !== wireDelimited) throw notDecoded;
     const end = reader.delimited();
-    let entryKey: unknown;
+    let entryKey: string | number | bigint | boolean | undefined;
     let entryValue: unknown;
     while (reader.pos < end) {
       const tag = reader.tag();
-      if (tag === keyTag) entryKey = key.read(reader);
+      if (tag === keyTag) entryKey = key.read(reader) as string | number | bigint | boolean;
       else if (tag === valueTag) entryValue = readValue(reader, entryValue);
       else if (tag >>> 3 === 1 || tag >>> 3 === 2) throw notDecoded;
       else reader.skip(tag & 7);
@@ -345,12 +345,12 @@ const zero64: unknown = protoInt64.zero;
 
 /** Reads a scalar of `scalar` type as protobuf-es gives it. */
 function scalarReader(scalar: ScalarType, longAsString: boolean, utf8Strict: boolean): ValueReader {
-  const varint = WireType.Varint;
+  const varint = wireVarint;
   switch (scalar) {
     case ScalarType.DOUBLE:
-      return { wireType: WireType.Bit64, read: (reader) => reader.double() };
+      return { wireType: wireBit64, read: (reader) => reader.double() };
     case ScalarType.FLOAT:
-      return { wireType: WireType.Bit32, read: (reader) => reader.float() };
+      return { wireType: wireBit32, read: (reader) => reader.float() };
     case ScalarType.INT32:
       return { wireType: varint, read: (reader) => reader.int32() };
     case ScalarType.UINT32:
@@ -358,15 +358,15 @@ function scalarReader(scalar: ScalarType, longAsString: boolean, utf8Strict: boo
     case ScalarType.SINT32:
       return { wireType: varint, read: (reader) => reader.sint32() };
     case ScalarType.FIXED32:
-      return { wireType: WireType.Bit32, read: (reader) => reader.fixed32() };
+      return { wireType: wireBit32, read: (reader) => reader.fixed32() };
     case ScalarType.SFIXED32:
-      return { wireType: WireType.Bit32, read: (reader) => reader.sfixed32() };
+      return { wireType: wireBit32, read: (reader) => reader.sfixed32() };
     case ScalarType.BOOL:
       return { wireType: varint, read: (reader) => reader.bool() };
     case ScalarType.STRING:
-      return { wireType: WireType.LengthDelimited, read: (reader) => reader.string(utf8Strict) };
+      return { wireType: wireDelimited, read: (reader) => reader.string(utf8Strict) };
     case ScalarType.BYTES:
-      return { wireType: WireType.LengthDelimited, read: (reader) => reader.bytes() };
+      return { wireType: wireDelimited, read: (reader) => reader.bytes() };
     case ScalarType.INT64:
       return int64Reader(varint, (reader) => reader.int64(), longAsString);
     case ScalarType.UINT64:
@@ -374,15 +374,15 @@ function scalarReader(scalar: ScalarType, longAsString: boolean, utf8Strict: boo
     case ScalarType.SINT64:
       return int64Reader(varint, (reader) => reader.sint64(), longAsString);
     case ScalarType.FIXED64:
-      return int64Reader(WireType.Bit64, (reader) => reader.fixed64(), longAsString);
+      return int64Reader(wireBit64, (reader) => reader.fixed64(), longAsString);
     case ScalarType.SFIXED64:
-      return int64Reader(WireType.Bit64, (reader) => reader.sfixed64(), longAsString);
+      return int64Reader(wireBit64, (reader) => reader.sfixed64(), longAsString);
   }
 }
 
 /** A 64-bit reader; with jstype JS_STRING the value is its decimal text. */
 function int64Reader(
-  wireType: WireType,
+  wireType: number,
   read: (reader: WireReader) => bigint | string,
   longAsString: boolean,
 ): ValueReader {

@@ -1,6 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
-import { notDecoded, type WireReader } from "./wire-reader.js";
+import { notDecoded, wireBit64, wireDelimited, wireVarint, type WireReader } from "./wire-reader.js";
 
 /**
  * Reads a `google.protobuf.Struct` straight into the JSON object protobuf-es gives for a Struct
@@ -29,16 +28,16 @@ export function readStruct(reader: WireReader, end: number, target: JsonObject):
   return target;
 }
 
-const tagEntry = (1 << 3) | WireType.LengthDelimited;
-const tagKey = (1 << 3) | WireType.LengthDelimited;
-const tagValue = (2 << 3) | WireType.LengthDelimited;
-const tagNull = (1 << 3) | WireType.Varint;
-const tagNumber = (2 << 3) | WireType.Bit64;
-const tagString = (3 << 3) | WireType.LengthDelimited;
-const tagBool = (4 << 3) | WireType.Varint;
-const tagStruct = (5 << 3) | WireType.LengthDelimited;
-const tagList = (6 << 3) | WireType.LengthDelimited;
-const tagListItem = (1 << 3) | WireType.LengthDelimited;
+const tagEntry = (1 << 3) | wireDelimited;
+const tagKey = (1 << 3) | wireDelimited;
+const tagValue = (2 << 3) | wireDelimited;
+const tagNull = (1 << 3) | wireVarint;
+const tagNumber = (2 << 3) | wireBit64;
+const tagString = (3 << 3) | wireDelimited;
+const tagBool = (4 << 3) | wireVarint;
+const tagStruct = (5 << 3) | wireDelimited;
+const tagList = (6 << 3) | wireDelimited;
+const tagListItem = (1 << 3) | wireDelimited;
 
 /** One map entry of Struct.fields (key = 1, value = 2); a value field seen twice merges, as a message does. */
 function readEntry(reader: WireReader, end: number, target: JsonObject): void {

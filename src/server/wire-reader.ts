@@ -1,5 +1,4 @@
 import { protoInt64 } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
 
 /**
  * Reads the protobuf wire format for the compiled decoders (see fast-binary-decode.ts). It is
@@ -33,7 +32,7 @@ export class WireReader {
   tag(): number {
     const first = this.buf[this.pos];
     // One-byte tags (fields 1–15) are the common case; 0x80 and above continue, and undefined (the end) fails below.
-    if (first !== undefined && first < 0x80 && first >= 8 && (first & 7) <= WireType.Bit32) {
+    if (first !== undefined && first < 0x80 && first >= 8 && (first & 7) <= wireBit32) {
       this.pos++;
       return first;
     }
@@ -41,7 +40,7 @@ export class WireReader {
     const tag = this.uint32();
     const read = this.pos - start;
     if (read > 5 || (read === 5 && (this.buf[this.pos - 1] as number) > 0x0f)) throw notDecoded;
-    if (tag >>> 3 === 0 || (tag & 7) > WireType.Bit32) throw notDecoded;
+    if (tag >>> 3 === 0 || (tag & 7) > wireBit32) throw notDecoded;
     return tag;
   }
 
@@ -115,7 +114,6 @@ export class WireReader {
   private varint64(): void {
     const buf = this.buf;
     let lo = 0;
-    let hi = 0;
     for (let shift = 0; shift < 28; shift += 7) {
       const byte = buf[this.pos++];
       if (byte === undefined) throw notDecoded;
@@ -129,7 +127,7 @@ export class WireReader {
     const middle = buf[this.pos++];
     if (middle === undefined) throw notDecoded;
     lo |= (middle & 0x0f) << 28;
-    hi = (middle & 0x70) >> 4;
+    let hi = (middle & 0x70) >> 4;
     if (middle >= 0x80) {
       for (let shift = 3; ; shift += 7) {
         if (shift > 31) throw notDecoded;
@@ -213,18 +211,18 @@ export class WireReader {
   skip(wireType: number): number {
     const start = this.pos;
     switch (wireType) {
-      case WireType.Varint:
+      case wireVarint:
         this.skipVarintRest(0);
         break;
-      case WireType.Bit64:
+      case wireBit64:
         this.need(8);
         this.pos += 8;
         break;
-      case WireType.Bit32:
+      case wireBit32:
         this.need(4);
         this.pos += 4;
         break;
-      case WireType.LengthDelimited:
+      case wireDelimited:
         this.pos = this.delimited();
         break;
       default:
@@ -242,6 +240,12 @@ export class WireReader {
     if (this.pos + bytes > this.buf.length) throw notDecoded;
   }
 }
+
+/** Wire types as plain numbers (protobuf-es's WireType enum, without enum comparisons). */
+export const wireVarint = 0;
+export const wireBit64 = 1;
+export const wireDelimited = 2;
+export const wireBit32 = 5;
 
 /** Thrown where protobuf-es must decode instead: it is never seen outside the decoder. */
 export class NotDecoded extends Error {}
