@@ -204,7 +204,8 @@ export class WireReader {
       if ((buf[i] as number) >= 0x80) return (strict ? strictUtf8 : lenientUtf8).decode(buf.subarray(start, end));
     }
     // ASCII: as Latin-1 it is a flat one-byte string, made without a decoder's overhead.
-    return buf.toString("latin1", start, end);
+    // latin1Slice is what toString("latin1") calls after checking its arguments, which cost a third as much again.
+    return (buf as unknown as LatinSlicing).latin1Slice(start, end);
   }
 
   /** Skips an unknown field's value; groups are left to protobuf-es. Returns where the value started. */
@@ -246,6 +247,11 @@ export const wireVarint = 0;
 export const wireBit64 = 1;
 export const wireDelimited = 2;
 export const wireBit32 = 5;
+
+/** Node's Buffer method behind toString("latin1", start, end), left out of its type declarations. */
+interface LatinSlicing {
+  latin1Slice(start: number, end: number): string;
+}
 
 /** Thrown where protobuf-es must decode instead: it is never seen outside the decoder. */
 export class NotDecoded extends Error {}
