@@ -1,4 +1,4 @@
-import { fromBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type {
   Server,
@@ -16,6 +16,7 @@ import type { CallLimiter } from "./call-limiter.js";
 import { sendPaced, type CallPacer } from "./call-pacer.js";
 import { eventResponseEncoder, type ResponseEncoder } from "./event-response-encoding.js";
 import { toBinaryFast } from "./fast-binary.js";
+import { fromBinaryFast } from "./fast-binary-decode.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { createBatchSender, type StreamingCall } from "./grpc-stream-sender.js";
@@ -46,8 +47,8 @@ export interface GrpcAdapterOptions {
 
 /**
  * Mounts a Connect-shaped service implementation on a grpc-js server. Requests are decoded here,
- * not by grpc-js, so that a malformed message is INVALID_ARGUMENT with a ToolError; responses are
- * encoded with protobuf-es; a client's cancellation or deadline aborts the handler's signal; and
+ * not by grpc-js (with fromBinaryFast), so that a malformed message is INVALID_ARGUMENT with a ToolError;
+ * responses are encoded with toBinaryFast; a client's cancellation or deadline aborts the handler's signal; and
  * errors leave with the ToolError in `grpc-status-details-bin`. Unary, server-streaming and
  * bidirectional methods are supported (no client-streaming method exists).
  */
@@ -238,7 +239,7 @@ async function* decodeAll(schema: DescMessage, call: ServerDuplexStream<Buffer, 
 
 function decode(schema: DescMessage, bytes: Buffer): unknown {
   try {
-    return fromBinary(schema, bytes, { recursionLimit: protobufRecursionLimit });
+    return fromBinaryFast(schema, bytes, { recursionLimit: protobufRecursionLimit });
   } catch (error) {
     const reason = error instanceof RangeError ? "it is nested too deeply" : (error as Error).message;
     throw new ConnectError(`request is not a valid ${schema.typeName} message: ${reason}`, Code.InvalidArgument);

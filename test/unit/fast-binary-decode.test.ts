@@ -1,0 +1,295 @@
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type BinaryReadOptions,
+  type DescMessage,
+  type JsonObject,
+} from "@bufbuild/protobuf";
+import { nestedTypes } from "@bufbuild/protobuf/reflect";
+import { DoubleValueSchema, ListValueSchema, StructSchema, TimestampSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { expect } from "chai";
+import { file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
+import { file_toolruntime_v1_provider } from "../../gen/toolruntime/v1/provider_pb.js";
+import { file_toolruntime_v1_registry, RegisterToolRequestSchema } from "../../gen/toolruntime/v1/registry_pb.js";
+import { file_toolruntime_v1_run_event } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { ExecuteToolRequestSchema, file_toolruntime_v1_runner } from "../../gen/toolruntime/v1/runner_pb.js";
+import { file_toolruntime_v1_tool } from "../../gen/toolruntime/v1/tool_pb.js";
+import { fromBinaryCompiled, fromBinaryFast } from "../../src/server/fast-binary-decode.js";
+import { protobufRecursionLimit } from "../../src/server/protobuf-limits.js";
+import { createDecodeFixtures } from "./decode-fixtures.js";
+import { edgeJsonObjects, fillMessage, seededRandom } from "./random-messages.js";
+
+const apiSchemas = [
+  file_toolruntime_v1_execution,
+  file_toolruntime_v1_provider,
+  file_toolruntime_v1_registry,
+  file_toolruntime_v1_run_event,
+  file_toolruntime_v1_runner,
+  file_toolruntime_v1_tool,
+].flatMap((file) => [...nestedTypes(file)].filter((type) => type.kind === "message"));
+const fixtures = createDecodeFixtures();
+const wellKnown = [StructSchema, ValueSchema, ListValueSchema, TimestampSchema, DoubleValueSchema];
+const allSchemas: DescMessage[] = [...apiSchemas, ...wellKnown, fixtures.scalars, fixtures.flipped];
+
+describe("fromBinaryFast()", function () {
+  // Thousands of messages, each decoded and compared twice.
+  this.timeout(120_000);
+  it("decodes every message type of the API, filled at random, to what fromBinary gives, on its own", () => {
+    expect(apiSchemas.length).to.be.greaterThan(50);
+    const random = seededRandom(7);
+    let compared = 0;
+    for (const schema of allSchemas) {
+      for (let round = 0; round < 30; round++) {
+        const bytes = encodeRandom(schema, random);
+        expectCompiledAsProtobufEs(schema, bytes, `${schema.typeName}, round ${round}`);
+        compared++;
+      }
+    }
+    expect(compared).to.equal(allSchemas.length * 30);
+  });
+
+  it("merges a message read twice as protobuf-es does: scalars last one wins, lists append, messages merge", () => {
+    const random = seededRandom(13);
+    for (const schema of allSchemas) {
+      for (let round = 0; round < 20; round++) {
+        const bytes = concat(encodeRandom(schema, random), encodeRandom(schema, random), encodeRandom(schema, random));
+        expectCompiledAsProtobufEs(schema, bytes, `${schema.typeName} merged, round ${round}`);
+      }
+    }
+  });
+
+  it("reads repeated scalars packed and unpacked, and a mix of both in one message", () => {
+    const random = seededRandom(17);
+    for (let round = 0; round < 40; round++) {
+      const packed = encodeRandom(fixtures.scalars, random);
+      const unpacked = encodeRandom(fixtures.flipped, random);
+      expectCompiledAsProtobufEs(fixtures.scalars, unpacked, `unpacked as packed, round ${round}`);
+      expectCompiledAsProtobufEs(fixtures.flipped, packed, `packed as unpacked, round ${round}`);
+      expectCompiledAsProtobufEs(fixtures.scalars, concat(packed, unpacked), `mixed, round ${round}`);
+    }
+  });
+
+  it("keeps unknown fields of every wire type, as views of the caller's bytes, or drops them when asked", () => {
+    const random = seededRandom(19);
+    const unknown = Uint8Array.from([
+      ...[0xb8, 0x3e, 0x96, 0x01], // field 999, varint 150
+      ...[0xb9, 0x3e, 1, 2, 3, 4, 5, 6, 7, 8], // field 999, fixed64
+      ...[0xbd, 0x3e, 1, 2, 3, 4], // field 999, fixed32
+      ...[0xba, 0x3e, 3, 0x61, 0x62, 0x63], // field 999, length-delimited "abc"
+    ]);
+    for (const schema of allSchemas) {
+      const bytes = concat(encodeRandom(schema, random), unknown, encodeRandom(schema, random), unknown);
+      expectCompiledAsProtobufEs(schema, bytes, schema.typeName);
+      expectCompiledAsProtobufEs(schema, bytes, `${schema.typeName}, unknown dropped`, { readUnknownFields: false });
+      const decoded = fromBinaryCompiled(schema, Buffer.from(bytes)) as { $unknown?: { data: Uint8Array }[] };
+      expect(Buffer.isBuffer(decoded.$unknown?.[0]?.data), "a view of a Buffer is a Buffer").to.equal(true);
+    }
+  });
+
+  it("reads Struct edge values: nested lists, nulls, -0, extreme doubles, surrogate pairs, empty and odd keys", () => {
+    for (const json of edgeJsonObjects) {
+      const request = create(ExecuteToolRequestSchema, { toolName: "t", inputs: json });
+      const bytes = toBinary(ExecuteToolRequestSchema, request);
+      expectCompiledAsProtobufEs(ExecuteToolRequestSchema, bytes, JSON.stringify(json));
+      expectCompiledAsProtobufEs(ExecuteToolRequestSchema, concat(bytes, bytes), `twice ${JSON.stringify(json)}`);
+    }
+    const proto = fromBinaryFast(
+      ExecuteToolRequestSchema,
+      toBinary(
+        ExecuteToolRequestSchema,
+        create(ExecuteToolRequestSchema, { inputs: edgeJsonObjects[2] as JsonObject }),
+      ),
+    ).inputs as Record<string, unknown>;
+    expect(Object.getPrototypeOf(proto)).to.equal(Object.prototype);
+    expect(Object.keys(proto)).to.deep.equal(["__proto__", "constructor", "toString"]);
+  });
+
+  it("reads hand-written Struct encodings: entries without key or value, repeated kinds in one Value", () => {
+    const value = (...fields: number[][]): number[] => [0x12, ...lengthOf(fields.flat()), ...fields.flat()];
+    const entry = (...fields: number[][]): number[] => [0x0a, ...lengthOf(fields.flat()), ...fields.flat()];
+    const key = (text: string): number[] => [0x0a, text.length, ...Buffer.from(text)];
+    const struct = (...entries: number[][]): number[] => [0x2a, ...lengthOf(entries.flat()), ...entries.flat()];
+    const list = (...values: number[][]): number[] => [0x32, ...lengthOf(values.flat()), ...values.flat()];
+    const item = (...fields: number[][]): number[] => [0x0a, ...lengthOf(fields.flat()), ...fields.flat()];
+    const cases: number[][] = [
+      entry(), // no key, no value
+      entry(key("a")), // no value
+      entry(value()), // a Value with no kind
+      entry(key("a"), value([0x08, 0x05])), // null_value 5 (an open enum)
+      entry(key("a"), value([0x20, 0x02]), value([0x1a, 1, 0x78])), // a value field twice: the last kind
+      entry(key("a"), value(struct(entry(key("x"), value([0x20, 1])))), value(struct(entry(key("y"))))), // merged
+      entry(key("a"), value(list(item([0x20, 1]))), value(list(item()))), // appended
+      entry(key("a"), value(list(item())), value(struct())), // replaced
+      entry(key("a"), key("b"), value([0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f])), // the last key; Infinity
+      entry(key("a"), [0x18, 1], value([0x58, 1])), // unknown fields in an entry and in a Value
+      [0x10, 0x01, ...entry(key("a"))], // an unknown field in a Struct
+    ];
+    for (const fields of cases) {
+      const bytes = Uint8Array.from([0x1a, ...lengthOf(fields), ...fields]); // ExecuteToolRequest.inputs = 3
+      expect(ExecuteToolRequestSchema.fields.find((field) => field.number === 3)?.name).to.equal("inputs");
+      expectCompiledAsProtobufEs(ExecuteToolRequestSchema, bytes, Buffer.from(bytes).toString("hex"));
+    }
+  });
+
+  it("fails on truncated, garbled or misplaced bytes exactly as fromBinary fails", () => {
+    const random = seededRandom(23);
+    let failures = 0;
+    for (const schema of allSchemas) {
+      const bytes = encodeRandom(schema, random);
+      for (let length = 0; length < bytes.length; length += 1 + Math.floor(bytes.length / 40)) {
+        failures += expectSameOutcome(schema, bytes.subarray(0, length));
+      }
+      for (let round = 0; round < 20 && bytes.length > 0; round++) {
+        const garbled = Uint8Array.from(bytes);
+        garbled[Math.floor(random() * garbled.length)] = Math.floor(random() * 256);
+        failures += expectSameOutcome(schema, garbled);
+      }
+      const other = allSchemas[Math.floor(random() * allSchemas.length)] as DescMessage;
+      failures += expectSameOutcome(schema, encodeRandom(other, random));
+      failures += expectSameOutcome(
+        schema,
+        Uint8Array.from({ length: 24 }, () => Math.floor(random() * 256)),
+      );
+    }
+    // Enough of them failed for the comparison to mean something.
+    expect(failures).to.be.greaterThan(300);
+  });
+
+  it("fails on invalid UTF-8, a group, an end-group tag and an overlong varint as fromBinary does", () => {
+    const cases = [
+      [0x0a, 0x02, 0xc3, 0x28], // runner: invalid UTF-8
+      [0x1a, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0xff, 0xfe], // inputs: a key that is invalid UTF-8
+      [0xbb, 0x3e, 0xbc, 0x3d], // an unknown group (field 999) ended by another field's end-group tag
+      [0x0c], // an end-group tag
+      [0x08, ...Array<number>(10).fill(0xff), 0x01], // a varint of eleven bytes
+      [0x00], // field number 0
+      [0x0f], // wire type 7
+    ];
+    for (const bytes of cases) {
+      expect(expectSameOutcome(ExecuteToolRequestSchema, Uint8Array.from(bytes)), bytes.join(",")).to.equal(1);
+    }
+    // Left to protobuf-es, which keeps them: a well-formed unknown group, an unknown varint of eleven bytes.
+    for (const bytes of [
+      [0xbb, 0x3e, 0x08, 0x01, 0xbc, 0x3e],
+      [0xb8, 0x3e, ...Array<number>(10).fill(0xff), 0x01],
+    ]) {
+      expect(expectSameOutcome(ExecuteToolRequestSchema, Uint8Array.from(bytes)), bytes.join(",")).to.equal(0);
+    }
+  });
+
+  it("stops nesting at the recursion limit as fromBinary does, and never overflows the stack differently", () => {
+    const options = { recursionLimit: protobufRecursionLimit };
+    const shallow = toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { inputs: nest(450) }));
+    expectCompiledAsProtobufEs(ExecuteToolRequestSchema, shallow, "450 levels", options);
+    const deep = toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { inputs: nest(600) }));
+    expect(expectSameOutcome(ExecuteToolRequestSchema, deep, options)).to.equal(1);
+    expect(() => fromBinaryFast(ExecuteToolRequestSchema, deep, options)).to.throw(
+      Error,
+      /^cannot decode message google\.protobuf\.\w+ from binary: maximum recursion depth of 1000 reached$/,
+    );
+    expect(expectSameOutcome(ExecuteToolRequestSchema, shallow)).to.equal(1);
+    // Deeper than any stack: both run out of it (or reach the limit) alike.
+    const abyss = deepStructBytes(20_000);
+    expect(expectSameOutcome(ExecuteToolRequestSchema, abyss, options)).to.equal(1);
+    expect(expectSameOutcome(ExecuteToolRequestSchema, abyss, { recursionLimit: Number.POSITIVE_INFINITY })).to.equal(
+      1,
+    );
+  });
+
+  it("decodes a RegisterToolRequest carrying a JSON Schema through the compiled path", () => {
+    const spec = {
+      name: "fs.read",
+      inputSchema: {
+        type: "object",
+        properties: { path: { type: "string", description: "The path.", maxLength: 4096 } },
+        required: ["path"],
+        additionalProperties: false,
+      },
+    };
+    const bytes = toBinary(RegisterToolRequestSchema, create(RegisterToolRequestSchema, { spec }));
+    expect(fromBinaryCompiled(RegisterToolRequestSchema, bytes)?.spec?.inputSchema).to.deep.equal(spec.inputSchema);
+  });
+});
+
+/** The encoding of a random message of `schema`. */
+function encodeRandom(schema: DescMessage, random: () => number): Uint8Array {
+  return toBinary(schema, create(schema, fillMessage(schema, random) as never));
+}
+
+/** Asserts that the compiled decoder, without falling back, gives what fromBinary gives, for a Buffer too. */
+function expectCompiledAsProtobufEs(
+  schema: DescMessage,
+  bytes: Uint8Array,
+  what: string,
+  options?: Partial<BinaryReadOptions>,
+): void {
+  for (const input of [bytes, Buffer.from(bytes)]) {
+    const expected = fromBinary(schema, input, options);
+    const actual = fromBinaryCompiled(schema, input, options);
+    expect(actual, what).to.deep.equal(expected);
+    expectSameShape(actual, expected, what);
+  }
+}
+
+/** Same prototypes and the same own keys in the same order, at every level. */
+function expectSameShape(actual: unknown, expected: unknown, path: string): void {
+  if (typeof expected !== "object" || expected === null) return;
+  expect(Object.getPrototypeOf(actual), `prototype at ${path}`).to.equal(Object.getPrototypeOf(expected));
+  if (ArrayBuffer.isView(expected)) return;
+  const keys = Object.keys(expected);
+  expect(Object.keys(actual as object), `keys at ${path}`).to.deep.equal(keys);
+  for (const key of keys) {
+    expectSameShape(
+      (actual as Record<string, unknown>)[key],
+      (expected as Record<string, unknown>)[key],
+      `${path}.${key}`,
+    );
+  }
+}
+
+/** Asserts that fromBinaryFast returns or throws what fromBinary does; 1 when it threw. */
+function expectSameOutcome(schema: DescMessage, bytes: Uint8Array, options?: Partial<BinaryReadOptions>): number {
+  const outcome = (decode: typeof fromBinary): unknown => {
+    try {
+      return { value: decode(schema, bytes, options) };
+    } catch (error) {
+      return { error: (error as Error).constructor.name, message: (error as Error).message };
+    }
+  };
+  const expected = outcome(fromBinary) as { error?: string };
+  expect(outcome(fromBinaryFast), `${schema.typeName} ${Buffer.from(bytes).toString("hex")}`).to.deep.equal(expected);
+  return expected.error === undefined ? 0 : 1;
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  return Uint8Array.from(Buffer.concat(parts));
+}
+
+function lengthOf(bytes: { readonly length: number }): number[] {
+  const out: number[] = [];
+  let length = bytes.length;
+  while (length > 0x7f) {
+    out.push((length & 0x7f) | 0x80);
+    length >>>= 7;
+  }
+  out.push(length);
+  return out;
+}
+
+function nest(depth: number): JsonObject {
+  let value: JsonObject = { leaf: true };
+  for (let level = 0; level < depth; level++) value = { inner: value };
+  return value;
+}
+
+/** ExecuteToolRequest.inputs nesting `depth` Structs, built from the inside out (toBinary would recurse). */
+function deepStructBytes(depth: number): Uint8Array {
+  let inner = Buffer.alloc(0);
+  for (let level = 0; level < depth; level++) {
+    const valueFields = Buffer.concat([Buffer.from([0x2a, ...lengthOf(inner)]), inner]);
+    const entry = Buffer.concat([Buffer.from([0x0a, 1, 0x61, 0x12, ...lengthOf(valueFields)]), valueFields]);
+    inner = Buffer.concat([Buffer.from([0x0a, ...lengthOf(entry)]), entry]);
+  }
+  return Uint8Array.from(Buffer.concat([Buffer.from([0x1a, ...lengthOf(inner)]), inner]));
+}
