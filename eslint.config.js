@@ -38,6 +38,7 @@ export default tseslint.config(
     // and tested without a network. Only server/ (and the provider SDK, a client) speak Connect or gRPC.
     files: [
       "src/json/**/*.ts",
+      "src/codec/**/*.ts",
       "src/errors/**/*.ts",
       "src/registry/**/*.ts",
       "src/runner/**/*.ts",

@@ -1,6 +1,6 @@
 import type { DescMessage } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
-import { preEncodedMessage, toBinaryFast } from "./fast-binary.js";
+import { preEncodedMessage, toBinaryFast } from "../codec/fast-binary.js";
 
 /**
  * Content types whose messages are protobuf binary: Connect (`application/proto`,

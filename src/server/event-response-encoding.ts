@@ -1,8 +1,8 @@
 import { isMessage, type DescMessage } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
-import { toBinaryFast } from "./fast-binary.js";
-import { utf8Length, varintSize } from "./binary-out.js";
+import { toBinaryFast } from "../codec/fast-binary.js";
+import { utf8Length, varintSize } from "../codec/binary-out.js";
 import { flatWriterFor, writeString, writeVarint } from "./flat-message-writer.js";
 
 /**

@@ -1,7 +1,7 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { utf8Length, varintSize } from "./binary-out.js";
+import { utf8Length, varintSize } from "../codec/binary-out.js";
 
 /**
  * Most run events carry a small body of a few scalars (ACTIVATED's tool name, EXECUTION_STARTED's

@@ -6,7 +6,7 @@ import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_even
 import { ExecuteToolResponseSchema, RunToolResponseSchema } from "../../gen/toolruntime/v1/runner_pb.js";
 import { createToolRuntime } from "../../src/runtime.js";
 import { eventResponseEncoder, type ResponseEncoder } from "../../src/server/event-response-encoding.js";
-import { toBinaryFast } from "../../src/server/fast-binary.js";
+import { toBinaryFast } from "../../src/codec/fast-binary.js";
 import { builtinTools } from "../../src/tools/builtin-tools.js";
 import { defineTool } from "../../src/tools/define-tool.js";
 

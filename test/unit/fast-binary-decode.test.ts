@@ -15,7 +15,7 @@ import { file_toolruntime_v1_registry, RegisterToolRequestSchema } from "../../g
 import { file_toolruntime_v1_run_event } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ExecuteToolRequestSchema, file_toolruntime_v1_runner } from "../../gen/toolruntime/v1/runner_pb.js";
 import { file_toolruntime_v1_tool } from "../../gen/toolruntime/v1/tool_pb.js";
-import { fromBinaryCompiled, fromBinaryFast } from "../../src/server/fast-binary-decode.js";
+import { fromBinaryCompiled, fromBinaryFast } from "../../src/codec/fast-binary-decode.js";
 import { protobufRecursionLimit } from "../../src/server/protobuf-limits.js";
 import { createDecodeFixtures } from "./decode-fixtures.js";
 import { edgeJsonObjects, fillMessage, seededRandom } from "./random-messages.js";

@@ -22,8 +22,8 @@ import {
   RunToolResponseSchema,
 } from "../../gen/toolruntime/v1/runner_pb.js";
 import { file_toolruntime_v1_tool, ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
-import { preEncodedMessage, toBinaryFast } from "../../src/server/fast-binary.js";
-import { encodeStruct } from "../../src/server/struct-binary.js";
+import { preEncodedMessage, toBinaryFast } from "../../src/codec/fast-binary.js";
+import { encodeStruct } from "../../src/codec/struct-binary.js";
 
 const metadata: JsonObject = {
   execution_id: "2b6f0c1e-6a57-4a8e-9d0c-0f1f5b0e2c11",
