@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { encodePageToken } from "../../src/registry/page-token.js";
 import { ToolRegistry } from "../../src/registry/tool-registry.js";
+import type { RegisteredTool } from "../../src/registry/tool-definition.js";
 import { percentileOfSorted } from "../lib/stats.js";
 import { measureWatchFanout, type FanoutResult } from "./watch-fanout.js";
 import { reachableHeapBytes, requireGc } from "./measure-heap.js";
@@ -36,9 +37,9 @@ const baselineTools = 1000;
 
 /** A ListTools query for a page of 100 from the middle of the registry, with a real page token. */
 function middleQuery(registry: ToolRegistry): { pageSize: number; pageToken: string } {
-  const { specs } = registry.snapshot();
-  const middle = specs[specs.length >> 1] as ToolSpec;
-  return { pageSize, pageToken: encodePageToken(middle.name) };
+  const { tools } = registry.snapshot();
+  const middle = tools[tools.length >> 1] as RegisteredTool;
+  return { pageSize, pageToken: encodePageToken(middle.spec.name) };
 }
 
 function timePages(

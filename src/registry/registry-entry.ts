@@ -1,20 +1,70 @@
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { SchemaCheck } from "../json/schema-validator.js";
 import { lazySchemaCheck } from "./lazy-schema-check.js";
+import type { SpecPacker } from "./spec-packer.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
+
+/** How many packed entries keep their unpacked spec at once, across every registry (about 2 KB each). */
+const unpackedCapacity = 2048;
 
 /**
  * A tool as a {@link ToolRegistry} holds it: the spec and, when this process serves the tool, its
  * handler and hooks. The schema checks are made when read (they compile on first use), so an
- * entry holds three references and no closure: at 100,000 tools that is most of the difference
- * between the registry's memory and that of the specs alone.
+ * entry holds no closure.
+ *
+ * A large registry packs the specs of tools it has no handler for (see SpecPacker): the entry then
+ * keeps the packed form, its name, tool type and `has_handler` (which listings filter on), and its spec only
+ * while it is among the latest {@link unpackedCapacity} entries unpacked or created. Reading the
+ * spec of another unpacks it, so that two reads may give two equal objects rather than the same.
  */
 export class RegistryEntry implements RegisteredTool {
+  /** Packed entries holding their spec, oldest first in a ring; the oldest forgets it to make room. */
+  static readonly #unpacked: (RegistryEntry | undefined)[] = new Array<RegistryEntry | undefined>(unpackedCapacity);
+  static #next = 0;
+
+  readonly name: string;
+  readonly toolType: string;
+  /** The spec's `has_handler`: whether some process (this one or another replica) serves the tool. */
+  readonly hasHandler: boolean;
+  #spec: ToolSpec | undefined;
+  readonly #packed: string | undefined;
+  readonly #packer: SpecPacker | undefined;
+
+  /** @param packer given, the spec is kept packed (unless there is a handler: such tools are few and run here) */
   constructor(
-    readonly spec: ToolSpec,
+    spec: ToolSpec,
     readonly handler: ToolHandler | undefined = undefined,
     readonly hooks: CheckpointHooks | undefined = undefined,
-  ) {}
+    packer: SpecPacker | undefined = undefined,
+  ) {
+    this.name = spec.name;
+    this.toolType = spec.toolType;
+    this.hasHandler = spec.hasHandler;
+    this.#spec = spec;
+    this.#packer = packer;
+    if (packer && !handler) {
+      this.#packed = packer.pack(spec);
+      RegistryEntry.#keepUnpacked(this);
+    }
+  }
+
+  /** The same tool with another handler (or none), packed as this one is. */
+  withHandler(handler: ToolHandler | undefined, hooks: CheckpointHooks | undefined): RegistryEntry {
+    return new RegistryEntry(this.spec, handler, hooks, this.#packer);
+  }
+
+  get spec(): ToolSpec {
+    if (this.#spec) return this.#spec;
+    const spec = (this.#packer as SpecPacker).unpack(this.#packed as string);
+    this.#spec = spec;
+    RegistryEntry.#keepUnpacked(this);
+    return spec;
+  }
+
+  /** Whether the spec is held packed (see the class comment). */
+  get packed(): boolean {
+    return this.#packed !== undefined;
+  }
 
   get checkInputs(): SchemaCheck | undefined {
     return lazySchemaCheck(this.spec.inputSchema);
@@ -22,5 +72,14 @@ export class RegistryEntry implements RegisteredTool {
 
   get checkOutput(): SchemaCheck | undefined {
     return lazySchemaCheck(this.spec.outputSchema);
+  }
+
+  static #keepUnpacked(entry: RegistryEntry): void {
+    const slot = RegistryEntry.#next;
+    const evicted = RegistryEntry.#unpacked[slot];
+    // An entry may hold several slots; it forgets its spec when the oldest of them comes round.
+    if (evicted && evicted !== entry) evicted.#spec = undefined;
+    RegistryEntry.#unpacked[slot] = entry;
+    RegistryEntry.#next = (slot + 1) % unpackedCapacity;
   }
 }

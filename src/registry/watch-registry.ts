@@ -73,7 +73,7 @@ export async function* watchRegistry(registry: ToolRegistry, options: WatchOptio
     if (options.fromVersion === 0n) {
       const snapshot = registry.snapshot();
       version = snapshot.version;
-      for (const spec of snapshot.specs) yield { kind: "snapshot", spec, version };
+      for (const tool of snapshot.tools) yield { kind: "snapshot", spec: tool.spec, version };
       yield { kind: "snapshot_end", version };
     } else {
       const missed = options.history

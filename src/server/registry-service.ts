@@ -78,7 +78,7 @@ export function createRegistryService(
 
     async listTools(request, context) {
       const mayRead = readable(context);
-      const page = (await existing(request.registry)).list({ ...request, include: (spec) => mayRead(spec.name) });
+      const page = (await existing(request.registry)).list({ ...request, include: (tool) => mayRead(tool.name) });
       return { ...fitToolPage(page, maxMessageBytes), registryVersion: page.version };
     },
 

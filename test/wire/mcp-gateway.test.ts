@@ -95,8 +95,8 @@ describe("MCP gateway (/mcp)", () => {
         } while (cursor !== undefined);
         const expected = server.runtime.registries.default
           .snapshot()
-          .specs.filter((spec) => spec.hasHandler)
-          .map((spec) => spec.name);
+          .tools.filter((tool) => tool.spec.hasHandler)
+          .map((tool) => tool.spec.name);
         expect(names).to.deep.equal(expected);
         expect(names).to.include.members(["builtin.echo", "remote.add", "test.unsafe"]);
         expect(names).to.not.include("orphan.tool");

@@ -28,7 +28,7 @@ const httpTools = stdioTools.map((name) => name.replace("mcp.fixture.", "mcp.web
 /** Resolves once `predicate` holds for the default registry, checked now and at each change. */
 function registryReaches(server: RunningServer, predicate: (names: Set<string>) => boolean): Promise<void> {
   const registry = server.runtime.registries.default;
-  const names = () => new Set(registry.snapshot().specs.map((spec) => spec.name));
+  const names = () => new Set(registry.snapshot().tools.map((tool) => tool.spec.name));
   if (predicate(names())) return Promise.resolve();
   return new Promise((resolve) => {
     const unsubscribe = registry.subscribe(() => {

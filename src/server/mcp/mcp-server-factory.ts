@@ -67,7 +67,7 @@ export function createMcpServerFactory(runtime: ToolRuntime, options: McpServerF
         const page = runtime.registries.default.list({
           pageSize: options.pageSize,
           pageToken: request.params?.cursor ?? "",
-          include: (spec) => spec.hasHandler && isAllowed(caller, "read", spec.name),
+          include: (tool) => tool.hasHandler && isAllowed(caller, "read", tool.name),
         });
         const result = {
           tools: page.tools.map(toMcpTool),
