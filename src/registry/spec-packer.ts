@@ -18,7 +18,7 @@ export class SpecPacker {
 
   /** @param dictionary bytes whose substrings the packed specs may refer to, kept for unpacking */
   private constructor(dictionary: Buffer) {
-    this.#options = { dictionary, level: constants.Z_DEFAULT_COMPRESSION };
+    this.#options = { dictionary, level: constants.Z_DEFAULT_COMPRESSION, windowBits: 13, memLevel: 4 };
   }
 
   /** A packer whose dictionary is made of `samples` (the latest first), up to 8 KiB of them. */
