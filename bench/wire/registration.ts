@@ -9,11 +9,14 @@ import {
   type WindowCheck,
 } from "../cases/server-counters.js";
 import { shuffledIndices, toolSpecFor } from "../inproc/tool-specs.js";
-import { openBytesClients, pathOf, sendAll, type BytesClients, type FailedCall } from "../lib/grpc-bytes-client.js";
+import { pathOf } from "../lib/grpc-bytes-client.js";
+import { sendAll } from "../lib/http2-grpc-client.js";
+import { openHttp2GrpcConnections, type Http2GrpcClients } from "../lib/http2-grpc-connections.js";
 import { openLoadWindow, type MachineLoad } from "../lib/machine-load.js";
 import { scrapeMetrics, valueOf } from "../lib/metrics-text.js";
 import { readProcessCpuMs } from "../lib/proc-cpu.js";
 import { readProcessMemory } from "../lib/proc-memory.js";
+import type { FailedCall } from "../lib/send-result.js";
 
 /** What the registration case (7) measured: RegisterTool over gRPC and the server's memory. */
 export interface RegistrationResult {
@@ -104,8 +107,8 @@ function failures(what: string, failed: readonly FailedCall[]): string[] {
 export async function measureRegistration(options: RegistrationOptions): Promise<RegistrationResult> {
   const server = await launchServer("toolruntime");
   let baseline: LaunchedServer | undefined;
-  let ours: BytesClients | undefined;
-  let theirs: BytesClients | undefined;
+  let ours: Http2GrpcClients | undefined;
+  let theirs: Http2GrpcClients | undefined;
   try {
     const httpUrl = server.httpUrl as string;
     const fresh = await scrapeMetrics(httpUrl);
@@ -117,14 +120,14 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     const order = shuffledIndices(registered);
     const chunks: number[][] = [];
     for (let start = 0; start < registered; start += chunkSize) chunks.push(order.slice(start, start + chunkSize));
-    ours = await openBytesClients(hostPort(server.grpcUrl), connections);
+    ours = await openHttp2GrpcConnections(hostPort(server.grpcUrl), connections);
     const warmupBodies = encodeChunk(chunks[0] ?? []);
     const warmup = await sendAll(ours, registerPath, warmupBodies, inFlightPerConnection);
     const sample = warmup.responses.find((response) => response !== undefined);
     if (!sample)
       throw new Error(`registration: no warm-up call succeeded: ${failures("warm-up", warmup.failed).join("")}`);
     baseline = await launchServer("grpc-echo", { echoPath: registerPath, echoResponse: sample });
-    theirs = await openBytesClients(hostPort(baseline.grpcUrl), connections);
+    theirs = await openHttp2GrpcConnections(hostPort(baseline.grpcUrl), connections);
     const baselineWarmup = await sendAll(theirs, registerPath, warmupBodies, inFlightPerConnection);
 
     const before = await readSettledCounters(httpUrl, scope);
@@ -142,13 +145,13 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       totals.bytes += bodies.reduce((sum, body) => sum + body.length, 0);
       const runOurs = async (): Promise<void> => {
         const cpuBefore = readProcessCpuMs(server.process.pid) ?? Number.NaN;
-        const sent = await sendAll(ours as BytesClients, registerPath, bodies, inFlightPerConnection);
+        const sent = await sendAll(ours as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
         totals.oursCpuMs += (readProcessCpuMs(server.process.pid) ?? Number.NaN) - cpuBefore;
         totals.oursMs += sent.elapsedMs;
         failed.push(...sent.failed);
       };
       const runTheirs = async (): Promise<void> => {
-        const sent = await sendAll(theirs as BytesClients, registerPath, bodies, inFlightPerConnection);
+        const sent = await sendAll(theirs as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
         totals.theirsMs += sent.elapsedMs;
         baselineFailed.push(...sent.failed);
       };
