@@ -47,7 +47,7 @@ class CallLane {
   sendNext(): void {
     const run = this.run;
     while (run.next < run.framed.length) {
-      const failure = this.connection.failure ?? (this.connection.session.closed ? "the connection closed" : undefined);
+      const failure = whyGone(this.connection);
       if (failure !== undefined) {
         run.lastFailure = failure;
         break; // leave the calls to the other connections' lanes
@@ -113,7 +113,7 @@ class CallLane {
 
   /** The status of a call that ended without grpc-status: from the transport, or the HTTP status. */
   private statusWithout(rstCode: number): [number, string] {
-    const connectionFailure = this.connection.failure;
+    const connectionFailure = whyGone(this.connection);
     const because = connectionFailure === undefined ? "" : ` (${connectionFailure})`;
     if (this.error !== undefined) return [GrpcCode.UNAVAILABLE, `${this.error}${because}`];
     if (this.httpStatus !== 0 && this.httpStatus !== 200)
@@ -133,6 +133,17 @@ class CallLane {
     const message = fields["grpc-message"];
     this.grpcMessage = typeof message === "string" ? decodeGrpcMessage(message) : "";
   }
+}
+
+/**
+ * Why `connection` can carry no more calls, or undefined while it can. Its streams close before
+ * its own "close" event, so a closed session without a recorded reason still counts as gone.
+ */
+function whyGone(connection: GrpcConnection): string | undefined {
+  const session = connection.session;
+  if (connection.failure === undefined && (session.closed || session.destroyed))
+    connection.failure = `the connection to ${connection.address} closed`;
+  return connection.failure;
 }
 
 function onResponse(this: CallStream, headers: IncomingHttpHeaders): void {
