@@ -48,7 +48,10 @@ function registrationSection(result: RegistrationResult, round: number): string 
         "server CPU per registration · bare server's",
         `${formatFigure(result.serverCpuMsPerRegistration)} ms · ${formatFigure(result.baselineCpuMsPerRegistration)} ms`,
       ],
-      ["load generator (node:http2 gRPC client, this process) cores", result.loadGeneratorCores.toFixed(2)],
+      [
+        "load generator (node:http2 gRPC client, this process) cores · CPU per call",
+        `${result.loadGeneratorCores.toFixed(2)} · ${formatFigure(result.loadGeneratorCpuMsPerCall * 1000)} µs`,
+      ],
       [
         "server RSS fresh · at the end · peak",
         `${mb(result.rssFreshBytes)} · ${mb(result.rssBytes)} · ${mb(result.peakRssBytes)}`,
