@@ -7,8 +7,8 @@ import type { FailedCall, SendResult } from "./send-result.js";
 // A unary gRPC load generator on node:http2 alone: one stream per call, the request written once
 // (frame prefix and body together), the response reassembled from its DATA frames, the status read
 // from the trailers (or the headers of a trailers-only response). Every call's stream shares the
-// same module-level listeners, which find their call through a symbol on the stream: no closure
-// and no state object is made per call, only per lane (one call in flight on one connection).
+// same module-level listeners, which find their call through a symbol on the stream: this module
+// makes no closure and no state object per call, only one per lane (a call in flight on a connection).
 
 const laneOf = Symbol("lane");
 
@@ -126,6 +126,7 @@ class CallLane {
     ];
   }
 
+  /** Takes grpc-status and grpc-message from trailers (or trailers-only headers) that carry them. */
   takeStatus(fields: IncomingHttpHeaders): void {
     const status = fields["grpc-status"];
     if (status === undefined) return;

@@ -175,6 +175,20 @@ describe("The bench's node:http2 gRPC client", function () {
   });
 
   describe("when the server goes away", () => {
+    it("rejects opening connections to a port nobody listens on, naming the error", async () => {
+      const peer = createServer();
+      peer.listen(0, "127.0.0.1");
+      await once(peer, "listening");
+      const address = `127.0.0.1:${(peer.address() as AddressInfo).port}`;
+      peer.close();
+      await once(peer, "close");
+      const error = await openHttp2GrpcConnections(address, 2).then(
+        () => expect.fail("the connections opened"),
+        (rejection: Error) => rejection,
+      );
+      expect(error.message).to.include("ECONNREFUSED");
+    });
+
     it("fails every call in flight with UNAVAILABLE when the server process dies, and every later call at once", async () => {
       const server = await launchServer("toolruntime");
       const address = hostPort(server.grpcUrl);
