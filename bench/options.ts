@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 
-/** The case numbers: 1–4 server-bound under h2load, 5–6 in-process, 7 over gRPC with a grpc-js client, 8 a burst sent by h2load. */
+/** The case numbers: 1–4 server-bound under h2load, 5–6 in-process, 7 over gRPC with the bench's node:http2 gRPC client, 8 a burst sent by h2load. */
 export type CaseNumber = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
 
 /** Every case, in order. */

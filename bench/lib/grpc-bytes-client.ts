@@ -8,23 +8,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { Client, credentials, type ServiceError } from "@grpc/grpc-js";
-
-/** One failed call of {@link sendAll}: its index in the bodies, the gRPC status code and message. */
-export interface FailedCall {
-  readonly index: number;
-  readonly code: number;
-  readonly details: string;
-}
-
-/** What {@link sendAll} saw: each response's bytes (undefined for a failed call) and the failures. */
-export interface SendResult {
-  readonly responses: readonly (Buffer | undefined)[];
-  readonly failed: readonly FailedCall[];
-  /** From the first call sent to the last answer, in milliseconds. */
-  readonly elapsedMs: number;
-  /** CPU time this process (the load generator) used meanwhile, in milliseconds. */
-  readonly clientCpuMs: number;
-}
+import type { FailedCall, SendResult } from "./send-result.js";
 
 /** Connections to one gRPC server, each its own HTTP/2 connection (a local subchannel pool each). */
 export interface BytesClients {

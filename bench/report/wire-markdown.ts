@@ -48,7 +48,10 @@ function registrationSection(result: RegistrationResult, round: number): string 
         "server CPU per registration · bare server's",
         `${formatFigure(result.serverCpuMsPerRegistration)} ms · ${formatFigure(result.baselineCpuMsPerRegistration)} ms`,
       ],
-      ["load generator (grpc-js, this process) cores", result.loadGeneratorCores.toFixed(2)],
+      [
+        "load generator (node:http2 gRPC client, this process) cores · CPU per call",
+        `${result.loadGeneratorCores.toFixed(2)} · ${formatFigure(result.loadGeneratorCpuMsPerCall * 1000)} µs`,
+      ],
       [
         "server RSS fresh · at the end · peak",
         `${mb(result.rssFreshBytes)} · ${mb(result.rssBytes)} · ${mb(result.peakRssBytes)}`,
@@ -89,7 +92,7 @@ export function wireSections(rounds: readonly RoundResults[]): string[] {
   for (const round of rounds) {
     if (!round.registration) continue;
     parts.push(
-      "## Case 7: registrations over gRPC (grpc-js client, 64 in flight)",
+      `## Case 7: registrations over gRPC (node:http2 gRPC client, ${round.registration.connections} connections × ${round.registration.inFlightPerConnection} in flight)`,
       "",
       "Chunks of 500 distinct tools go alternately to the toolruntime and to a bare grpc-js server answering the same bytes with a real RegisterToolResponse; the first chunk warms up and is not timed. Server RSS from /proc (no forced collection: what an operator sees).",
       "",
@@ -131,7 +134,7 @@ export function windowsSection(windows: readonly WindowRecord[]): string[] {
   return [
     "## Every window: success and machine load",
     "",
-    "Machine busy % is all CPUs' busy share during the window (/proc/stat). Other cores are the busy cores not accounted for by the processes the bench measures in that window (the server under test, h2load or the grpc-js client, the GetTool prober, the registration baseline): other engineers' work, the kernel, the bench's own bookkeeping. Load is /proc/loadavg's 1-minute figure at the window's end.",
+    "Machine busy % is all CPUs' busy share during the window (/proc/stat). Other cores are the busy cores not accounted for by the processes the bench measures in that window (the server under test, h2load or the bench's gRPC client, the GetTool prober, the registration baseline): other engineers' work, the kernel, the bench's own bookkeeping. Load is /proc/loadavg's 1-minute figure at the window's end.",
     "",
     table(
       ["round", "window", "figure", "server counts", "success", "machine busy", "other cores", "load 1m"],

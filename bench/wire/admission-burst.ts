@@ -20,19 +20,13 @@ import {
   type CounterScope,
   type WindowCheck,
 } from "../cases/server-counters.js";
-import {
-  callMethod,
-  openBytesClients,
-  pathOf,
-  sendAll,
-  type BytesClients,
-  type FailedCall,
-} from "../lib/grpc-bytes-client.js";
+import { callMethod, openBytesClients, pathOf, sendAll, type BytesClients } from "../lib/grpc-bytes-client.js";
 import { frameMessage } from "../lib/grpc-frame.js";
 import { runH2load, type H2loadResult } from "../lib/h2load.js";
 import { openLoadWindow, type MachineLoad } from "../lib/machine-load.js";
 import { scrapeMetrics, valueOf } from "../lib/metrics-text.js";
 import { readProcessCpuMs } from "../lib/proc-cpu.js";
+import type { FailedCall } from "../lib/send-result.js";
 import { percentileOfSorted } from "../lib/stats.js";
 
 /** What the admission case (8) measured: a burst of StartExecution over gRPC and its runs' fates. */

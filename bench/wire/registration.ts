@@ -9,11 +9,14 @@ import {
   type WindowCheck,
 } from "../cases/server-counters.js";
 import { shuffledIndices, toolSpecFor } from "../inproc/tool-specs.js";
-import { openBytesClients, pathOf, sendAll, type BytesClients, type FailedCall } from "../lib/grpc-bytes-client.js";
+import { pathOf } from "../lib/grpc-bytes-client.js";
+import { sendAll } from "../lib/http2-grpc-client.js";
+import { openHttp2GrpcConnections, type Http2GrpcClients } from "../lib/http2-grpc-connections.js";
 import { openLoadWindow, type MachineLoad } from "../lib/machine-load.js";
 import { scrapeMetrics, valueOf } from "../lib/metrics-text.js";
 import { readProcessCpuMs } from "../lib/proc-cpu.js";
 import { readProcessMemory } from "../lib/proc-memory.js";
+import type { FailedCall } from "../lib/send-result.js";
 
 /** What the registration case (7) measured: RegisterTool over gRPC and the server's memory. */
 export interface RegistrationResult {
@@ -34,6 +37,8 @@ export interface RegistrationResult {
   readonly baselineCpuMsPerRegistration: number;
   /** The load generator's (this process's) CPU time over the timed wall time: 1 is one core. */
   readonly loadGeneratorCores: number;
+  /** The load generator's CPU time per call while sending (subject and baseline calls together), in milliseconds. */
+  readonly loadGeneratorCpuMsPerCall: number;
   /** Server RSS when it served, before any registration. */
   readonly rssFreshBytes: number;
   /** Server RSS after the last registration, and its peak so far (VmHWM). */
@@ -70,6 +75,9 @@ export interface RegistrationOptions {
 }
 
 const chunkSize = 500;
+// 64 in flight, as in the h2load cases and the targets. With the node:http2 client, 8 × 16, 4 × 32
+// and 8 × 32 gave the bare baseline no more calls per second here: the client and the server
+// share two cores, so the baseline is bound by their CPU per call, not by the calls in flight.
 const connections = 4;
 const inFlightPerConnection = 16;
 const registerPath = pathOf(RegistryService.method.registerTool);
@@ -96,16 +104,18 @@ function failures(what: string, failed: readonly FailedCall[]): string[] {
 /**
  * Registers tools over gRPC on a fresh toolruntime (default configuration) until its default
  * registry holds `tools`, each with a ~1 KiB input schema unlike any other, in a shuffled order,
- * 64 calls in flight (4 connections × 16). The same chunks of request bytes go, chunk by chunk and
- * alternately, to a bare grpc-js server that answers each with a real RegisterToolResponse: the
- * baseline, what the client and the transport alone can do. Success is checked on the server's
- * counters (RegisterTool calls by code) and its final tool count; memory from /proc.
+ * 64 calls in flight (4 connections × 16) from the bench's node:http2 gRPC client (a grpc-js
+ * client cost about twice its CPU per call and bounded the baseline). The same chunks of request
+ * bytes go, chunk by chunk and alternately, to a bare grpc-js server that answers each with a real
+ * RegisterToolResponse: the baseline, what the client and the transport alone can do. Success is
+ * checked on the server's counters (RegisterTool calls by code) and its final tool count; memory
+ * from /proc.
  */
 export async function measureRegistration(options: RegistrationOptions): Promise<RegistrationResult> {
   const server = await launchServer("toolruntime");
   let baseline: LaunchedServer | undefined;
-  let ours: BytesClients | undefined;
-  let theirs: BytesClients | undefined;
+  let ours: Http2GrpcClients | undefined;
+  let theirs: Http2GrpcClients | undefined;
   try {
     const httpUrl = server.httpUrl as string;
     const fresh = await scrapeMetrics(httpUrl);
@@ -117,21 +127,29 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     const order = shuffledIndices(registered);
     const chunks: number[][] = [];
     for (let start = 0; start < registered; start += chunkSize) chunks.push(order.slice(start, start + chunkSize));
-    ours = await openBytesClients(hostPort(server.grpcUrl), connections);
+    ours = await openHttp2GrpcConnections(hostPort(server.grpcUrl), connections);
     const warmupBodies = encodeChunk(chunks[0] ?? []);
     const warmup = await sendAll(ours, registerPath, warmupBodies, inFlightPerConnection);
     const sample = warmup.responses.find((response) => response !== undefined);
     if (!sample)
       throw new Error(`registration: no warm-up call succeeded: ${failures("warm-up", warmup.failed).join("")}`);
     baseline = await launchServer("grpc-echo", { echoPath: registerPath, echoResponse: sample });
-    theirs = await openBytesClients(hostPort(baseline.grpcUrl), connections);
+    theirs = await openHttp2GrpcConnections(hostPort(baseline.grpcUrl), connections);
     const baselineWarmup = await sendAll(theirs, registerPath, warmupBodies, inFlightPerConnection);
 
     const before = await readSettledCounters(httpUrl, scope);
     const window = openLoadWindow();
     const baselineCpuStart = readProcessCpuMs(baseline.process.pid) ?? Number.NaN;
     const clientCpuStart = process.cpuUsage();
-    const totals = { oursMs: 0, theirsMs: 0, oursCpuMs: 0, timed: 0, bytes: 0, wallStart: performance.now() };
+    const totals = {
+      oursMs: 0,
+      theirsMs: 0,
+      oursCpuMs: 0,
+      sendingCpuMs: 0,
+      timed: 0,
+      bytes: 0,
+      wallStart: performance.now(),
+    };
     const failed: FailedCall[] = [];
     const halfway = Math.floor(chunks.length / 2);
     let rssHalfway = rssFresh.rssBytes;
@@ -142,14 +160,16 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       totals.bytes += bodies.reduce((sum, body) => sum + body.length, 0);
       const runOurs = async (): Promise<void> => {
         const cpuBefore = readProcessCpuMs(server.process.pid) ?? Number.NaN;
-        const sent = await sendAll(ours as BytesClients, registerPath, bodies, inFlightPerConnection);
+        const sent = await sendAll(ours as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
         totals.oursCpuMs += (readProcessCpuMs(server.process.pid) ?? Number.NaN) - cpuBefore;
         totals.oursMs += sent.elapsedMs;
+        totals.sendingCpuMs += sent.clientCpuMs;
         failed.push(...sent.failed);
       };
       const runTheirs = async (): Promise<void> => {
-        const sent = await sendAll(theirs as BytesClients, registerPath, bodies, inFlightPerConnection);
+        const sent = await sendAll(theirs as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
         totals.theirsMs += sent.elapsedMs;
+        totals.sendingCpuMs += sent.clientCpuMs;
         baselineFailed.push(...sent.failed);
       };
       if ((position % 2 === 0) === options.baselineFirst) {
@@ -201,6 +221,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       serverCpuMsPerRegistration: totals.oursCpuMs / totals.timed,
       baselineCpuMsPerRegistration: baselineCpuMs / totals.timed,
       loadGeneratorCores: clientCpuMs / wallMs,
+      loadGeneratorCpuMsPerCall: totals.sendingCpuMs / (2 * totals.timed),
       rssFreshBytes: rssFresh.rssBytes,
       rssBytes: memory.rssBytes,
       peakRssBytes: memory.peakRssBytes,
