@@ -41,7 +41,8 @@ export interface BenchOptions {
 /** Usage text of `npm run bench -- --help`. */
 export const usage = `npm run bench [-- options]
   --full          the long run: 5 rounds, 100,000 tools, 10,000 concurrent runs, the burst every round
-                  (quick: 3 rounds, 20,000 tools in process and 3,000 over gRPC, 2,000 runs, one burst)
+                  (quick: 3 rounds, 20,000 tools in process, 10,000 timed over gRPC, 2,000 runs, one burst;
+                  case 7 fills the registry to 100,000 tools over gRPC in both modes)
   --rounds N      rounds to interleave the cases over
   --cases LIST    only these cases, e.g. 1,4 (1 gRPC overhead, 2 HTTP overhead, 3 RunTool stream,
                   4 MCP peer, 5 registry scale in process, 6 concurrency in process,
@@ -85,7 +86,7 @@ export function readOptions(argv: readonly string[]): BenchOptions & { readonly 
     watchers: 1_000,
     concurrentRuns: full ? 10_000 : 2_000,
     sleepMs: 1_000,
-    wireRegistryTools: full ? 100_000 : 3_000,
+    wireRegistryTools: full ? 100_000 : 10_000,
     burstRuns: 10_000,
     burstSleepMs: full ? 500 : 100,
     burstEveryRound: full,

@@ -68,7 +68,7 @@ async function runStep(
       }));
       const figure = `${formatFigure(r.registrationsPerSecond)} registrations/s`;
       record("RegisterTool over gRPC (case 7)", figure, r.check, r.machine);
-      return `registration over gRPC: ${figure} (bare ${formatFigure(r.baselinePerSecond)}), RSS ${formatFigure(r.rssBytes / 1e6)} MB at ${r.tools} tools, ${formatFigure(r.rssBytesPerTool)} B/tool, ${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
+      return `registration over gRPC: ${figure} (bare ${formatFigure(r.baselinePerSecond)}), RSS at 100,000 tools ${formatFigure(r.rssBytes / 1e6)} MB, settled ${formatFigure(r.rssAt100kBytes / 1e6)} MB after ${formatFigure(r.settleMs / 1000)} s, ${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
     }
     case "admission": {
       const a = (round.admission = await measureAdmission({

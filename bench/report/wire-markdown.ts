@@ -53,16 +53,19 @@ function registrationSection(result: RegistrationResult, round: number): string 
         `${result.loadGeneratorCores.toFixed(2)} · ${formatFigure(result.loadGeneratorCpuMsPerCall * 1000)} µs`,
       ],
       [
-        "server RSS fresh · at the end · peak",
+        "filled to 100,000 tools: registrations · per second (this client alone)",
+        `${formatFigure(result.filled)} · ${formatFigure(result.fillPerSecond)}`,
+      ],
+      [
+        "server RSS fresh · just after the last registration · peak",
         `${mb(result.rssFreshBytes)} · ${mb(result.rssBytes)} · ${mb(result.peakRssBytes)}`,
       ],
       [
-        "RSS per tool, second half · overall",
-        `${formatFigure(result.rssBytesPerTool)} B · ${formatFigure(result.rssBytesPerToolOverall)} B`,
+        "RSS at 100,000 tools, settled · after · per tool over the fresh server",
+        `${mb(result.rssAt100kBytes)} · ${formatFigure(result.settleMs / 1000)} s${result.settled ? "" : " (had not fallen by a tenth)"} · ${formatFigure(result.rssBytesPerTool)} B`,
       ],
-      [`RSS at 100,000 tools${result.extrapolated ? " (estimated)" : ""}`, mb(result.rssAt100kBytes)],
       [
-        "V8 heap used fresh · at the end (garbage included)",
+        "V8 heap used fresh · settled (garbage included)",
         `${mb(result.heapUsedFreshBytes)} · ${mb(result.heapUsedBytes)}`,
       ],
       ["server counts", serverCountsOf(result.check)],

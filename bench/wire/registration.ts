@@ -17,6 +17,7 @@ import { scrapeMetrics, valueOf } from "../lib/metrics-text.js";
 import { readProcessCpuMs } from "../lib/proc-cpu.js";
 import { readProcessMemory } from "../lib/proc-memory.js";
 import type { FailedCall } from "../lib/send-result.js";
+import { waitForSettledMemory } from "../lib/settled-memory.js";
 
 /** What the registration case (7) measured: RegisterTool over gRPC and the server's memory. */
 export interface RegistrationResult {
@@ -41,40 +42,44 @@ export interface RegistrationResult {
   readonly loadGeneratorCpuMsPerCall: number;
   /** Server RSS when it served, before any registration. */
   readonly rssFreshBytes: number;
-  /** Server RSS after the last registration, and its peak so far (VmHWM). */
+  /** Registrations after the timed chunks, from this client alone, until the registry held 100,000 tools. */
+  readonly filled: number;
+  readonly fillPerSecond: number;
+  /** Server RSS just after the last registration (100,000 tools), and its peak so far (VmHWM). */
   readonly rssBytes: number;
   readonly peakRssBytes: number;
   /**
-   * RSS growth per tool over the second half of the registrations ((RSS at the end − RSS halfway) ÷
-   * tools registered in between), which leaves out what the first calls cost once (code compiled,
-   * pools and caches filled).
-   */
-  readonly rssBytesPerTool: number;
-  /** (RSS at the end − fresh RSS) ÷ tools registered: the start-up costs included. */
-  readonly rssBytesPerToolOverall: number;
-  /**
-   * RSS with 100,000 tools in the registry: measured when `tools` is 100,000, else estimated as RSS
-   * at the end + {@link rssBytesPerTool} × the tools missing.
+   * Server RSS holding 100,000 tools once settled: read until it fell by a tenth and steadied, or
+   * for at most 150 s (see waitForSettledMemory), after the last registration.
    */
   readonly rssAt100kBytes: number;
-  readonly extrapolated: boolean;
-  /** V8 heap in use (garbage included) when fresh and at the end, from the server's metrics. */
+  readonly settleMs: number;
+  /** Whether the RSS fell while waiting (else {@link rssAt100kBytes} is the last reading). */
+  readonly settled: boolean;
+  /** (Settled RSS − fresh RSS) ÷ tools registered. */
+  readonly rssBytesPerTool: number;
+  /** V8 heap in use (garbage included) when fresh and once settled, from the server's metrics. */
   readonly heapUsedFreshBytes: number;
   readonly heapUsedBytes: number;
-  /** The timed window against the server's counters; the final tool count is checked too. */
+  /** The timed window against the server's counters; the fill's calls and the final tool count are checked too. */
   readonly check: WindowCheck;
   readonly machine: MachineLoad;
 }
 
 /** Options of {@link measureRegistration}. */
 export interface RegistrationOptions {
-  /** Tools in the default registry at the end, built-in ones included (its limit is 100,000). */
+  /**
+   * Tools in the default registry after the timed chunks, built-in ones included; the case then
+   * fills it to 100,000 (its limit) without the baseline, to measure memory.
+   */
   readonly tools: number;
   /** Order of the subject and the baseline in the first timed chunk (then they alternate). */
   readonly baselineFirst: boolean;
 }
 
 const chunkSize = 500;
+/** Tools in the default registry when memory is measured: its limit, and the target's figure. */
+const fullRegistry = 100_000;
 // 64 in flight, as in the h2load cases and the targets. With the node:http2 client, 8 × 16, 4 × 32
 // and 8 × 32 gave the bare baseline no more calls per second here: the client and the server
 // share two cores, so the baseline is bound by their CPU per call, not by the calls in flight.
@@ -151,9 +156,6 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       wallStart: performance.now(),
     };
     const failed: FailedCall[] = [];
-    const halfway = Math.floor(chunks.length / 2);
-    let rssHalfway = rssFresh.rssBytes;
-    let registeredHalfway = 0;
     const baselineFailed: FailedCall[] = [...baselineWarmup.failed];
     for (const [position, indices] of chunks.slice(1).entries()) {
       const bodies = encodeChunk(indices);
@@ -180,21 +182,29 @@ export async function measureRegistration(options: RegistrationOptions): Promise
         await runTheirs();
       }
       totals.timed += bodies.length;
-      if (position + 1 === halfway) {
-        rssHalfway = readProcessMemory(server.process.pid)?.rssBytes ?? Number.NaN;
-        registeredHalfway = warmupBodies.length + totals.timed;
-      }
     }
     const wallMs = performance.now() - totals.wallStart;
     const clientCpu = process.cpuUsage(clientCpuStart);
     const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
     const baselineCpuMs = (readProcessCpuMs(baseline.process.pid) ?? Number.NaN) - baselineCpuStart;
     const machine = window.close(totals.oursCpuMs + baselineCpuMs + clientCpuMs);
-    const memory = readProcessMemory(server.process.pid);
     const after = await readSettledCounters(httpUrl, scope);
+    const timedTools = valueOf(await scrapeMetrics(httpUrl), "toolruntime_registry_tools", { registry: "default" });
+
+    // The rest, up to 100,000 tools, from this client alone; then the memory, settled.
+    const fillOrder = shuffledIndices(fullRegistry - builtins - registered).map((index) => registered + index);
+    const fillFailed: FailedCall[] = [];
+    const fillStart = performance.now();
+    for (let start = 0; start < fillOrder.length; start += chunkSize * 10) {
+      const bodies = encodeChunk(fillOrder.slice(start, start + chunkSize * 10));
+      fillFailed.push(...(await sendAll(ours, registerPath, bodies, inFlightPerConnection)).failed);
+    }
+    const fillMs = performance.now() - fillStart;
+    const memory = readProcessMemory(server.process.pid);
+    if (!memory) throw new Error("registration: the server died");
+    const settledMemory = await waitForSettledMemory(server.process.pid);
     const final = await scrapeMetrics(httpUrl);
     const finalTools = valueOf(final, "toolruntime_registry_tools", { registry: "default" });
-    if (!memory) throw new Error("registration: the server died");
 
     const counted = checkWindow(
       scope,
@@ -205,10 +215,10 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       ...counted.problems,
       ...failures("warm-up", warmup.failed),
       ...failures("baseline", baselineFailed),
-      ...(finalTools === options.tools ? [] : [`the registry holds ${finalTools} tools, not ${options.tools}`]),
+      ...failures("fill", fillFailed),
+      ...(timedTools === options.tools ? [] : [`the registry held ${timedTools} tools, not ${options.tools}`]),
+      ...(finalTools === fullRegistry ? [] : [`the registry holds ${finalTools} tools, not ${fullRegistry}`]),
     ];
-    const rssBytesPerTool = (memory.rssBytes - rssHalfway) / (registered - registeredHalfway);
-    const extrapolated = options.tools !== 100_000;
     return {
       tools: options.tools,
       registered,
@@ -223,12 +233,14 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       loadGeneratorCores: clientCpuMs / wallMs,
       loadGeneratorCpuMsPerCall: totals.sendingCpuMs / (2 * totals.timed),
       rssFreshBytes: rssFresh.rssBytes,
+      filled: fillOrder.length,
+      fillPerSecond: fillOrder.length / (fillMs / 1000),
       rssBytes: memory.rssBytes,
       peakRssBytes: memory.peakRssBytes,
-      rssBytesPerTool,
-      rssBytesPerToolOverall: (memory.rssBytes - rssFresh.rssBytes) / registered,
-      rssAt100kBytes: extrapolated ? memory.rssBytes + rssBytesPerTool * (100_000 - options.tools) : memory.rssBytes,
-      extrapolated,
+      rssAt100kBytes: settledMemory.rssBytes,
+      settleMs: settledMemory.waitedMs,
+      settled: settledMemory.fell,
+      rssBytesPerTool: (settledMemory.rssBytes - rssFresh.rssBytes) / (fullRegistry - builtins),
       heapUsedFreshBytes: valueOf(fresh, "nodejs_heap_size_used_bytes"),
       heapUsedBytes: valueOf(final, "nodejs_heap_size_used_bytes"),
       check: { ...counted, verified: problems.length === 0, problems },
