@@ -12,10 +12,11 @@ const unpackedCapacity = 2048;
  * handler and hooks. The schema checks are made when read (they compile on first use), so an
  * entry holds no closure.
  *
- * A large registry packs the specs of tools it has no handler for (see SpecPacker): the entry then
- * keeps the packed form, its name, tool type and `has_handler` (which listings filter on), and its spec only
- * while it is among the latest {@link unpackedCapacity} entries unpacked or created. Reading the
- * spec of another unpacks it, so that two reads may give two equal objects rather than the same.
+ * A large registry packs the specs of tools it has no handler for (see SpecPacker and
+ * BackgroundPacking): the entry then keeps the packed form, its name, tool type and `has_handler`
+ * (which listings filter on), and its spec only while it is among the latest
+ * {@link unpackedCapacity} entries unpacked. Reading the spec of another unpacks it, so that two
+ * reads may give two equal objects rather than the same.
  */
 export class RegistryEntry implements RegisteredTool {
   /** Packed entries holding their spec, oldest first in a ring; the oldest forgets it to make room. */
@@ -27,10 +28,10 @@ export class RegistryEntry implements RegisteredTool {
   /** The spec's `has_handler`: whether some process (this one or another replica) serves the tool. */
   readonly hasHandler: boolean;
   #spec: ToolSpec | undefined;
-  readonly #packed: string | undefined;
+  #packed: string | undefined;
   readonly #packer: SpecPacker | undefined;
 
-  /** @param packer given, the spec is kept packed (unless there is a handler: such tools are few and run here) */
+  /** @param packer given, {@link pack} can pack the spec (unless there is a handler: such tools are few and run here) */
   constructor(
     spec: ToolSpec,
     readonly handler: ToolHandler | undefined = undefined,
@@ -42,13 +43,17 @@ export class RegistryEntry implements RegisteredTool {
     this.hasHandler = spec.hasHandler;
     this.#spec = spec;
     this.#packer = packer;
-    if (packer && !handler) {
-      this.#packed = packer.pack(spec);
-      RegistryEntry.#keepUnpacked(this);
-    }
   }
 
-  /** The same tool with another handler (or none), packed as this one is. */
+  /** Packs the spec and lets go of it, if it has a packer and no handler; returns whether it did. */
+  pack(): boolean {
+    if (this.#packed !== undefined || !this.#packer || this.handler) return false;
+    this.#packed = this.#packer.pack(this.#spec as ToolSpec);
+    this.#spec = undefined;
+    return true;
+  }
+
+  /** The same tool with another handler (or none), unpacked, with this one's packer. */
   withHandler(handler: ToolHandler | undefined, hooks: CheckpointHooks | undefined): RegistryEntry {
     return new RegistryEntry(this.spec, handler, hooks, this.#packer);
   }
@@ -61,9 +66,13 @@ export class RegistryEntry implements RegisteredTool {
     return spec;
   }
 
-  /** Whether the spec is held packed (see the class comment). */
+  /** Whether the spec is held packed (see the class comment), and whether it can be. */
   get packed(): boolean {
     return this.#packed !== undefined;
+  }
+
+  get packable(): boolean {
+    return this.#packed === undefined && this.#packer !== undefined && this.handler === undefined;
   }
 
   get checkInputs(): SchemaCheck | undefined {

@@ -7,6 +7,7 @@ import { decodePageToken, encodePageToken, resolvePageSize } from "./page-token.
 import { SortedNames } from "./sorted-names.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
 import { RegistryEntry } from "./registry-entry.js";
+import { BackgroundPacking } from "./background-packing.js";
 import { SpecPacker } from "./spec-packer.js";
 import { validateSpec } from "./validate-spec.js";
 
@@ -103,6 +104,7 @@ export class ToolRegistry {
   readonly #packSpecsAbove: number;
   /** Made when the registry first grows past {@link ToolRegistryOptions.packSpecsAbove}. */
   #packer: SpecPacker | undefined;
+  readonly #packing = new BackgroundPacking();
   /** The latest specs put, until there is a packer: its dictionary is made of them. */
   #recentSpecs: ToolSpec[] = [];
   #version: bigint;
@@ -173,7 +175,7 @@ export class ToolRegistry {
       hasHandler: registration.handler !== undefined,
       version,
     });
-    const entry = new RegistryEntry(spec, registration.handler, registration.hooks, this.#packerFor(spec));
+    const entry = this.#newEntry(spec, registration.handler, registration.hooks);
     this.#tools.set(name, entry);
     this.#names.add(name);
     this.#offline.delete(name);
@@ -291,7 +293,7 @@ export class ToolRegistry {
   detachHandler(name: string): void {
     this.#localHandlers.delete(name);
     const existing = this.#tools.get(name);
-    if (existing) this.#tools.set(name, existing.withHandler(undefined, undefined));
+    if (existing) this.#tools.set(name, this.#queued(existing.withHandler(undefined, undefined)));
   }
 
   /** Names of the tools this process has a handler for through {@link attachHandler}. */
@@ -350,9 +352,27 @@ export class ToolRegistry {
 
   #put(spec: ToolSpec): RegistryEntry {
     const local = this.#localHandlers.get(spec.name);
-    const entry = new RegistryEntry(spec, local?.handler, local?.hooks, this.#packerFor(spec));
+    const entry = this.#newEntry(spec, local?.handler, local?.hooks);
     this.#tools.set(spec.name, entry);
     this.#names.add(spec.name);
+    return entry;
+  }
+
+  /**
+   * Packs now every spec waiting to be packed (they are packed in the background after a burst of
+   * registrations; see BackgroundPacking).
+   */
+  packPending(): void {
+    this.#packing.drain();
+  }
+
+  /** A new entry, queued for packing when the registry is past its threshold. */
+  #newEntry(spec: ToolSpec, handler: ToolHandler | undefined, hooks: CheckpointHooks | undefined): RegistryEntry {
+    return this.#queued(new RegistryEntry(spec, handler, hooks, this.#packerFor(spec)));
+  }
+
+  #queued(entry: RegistryEntry): RegistryEntry {
+    if (entry.packable) this.#packing.add(entry);
     return entry;
   }
 

@@ -51,34 +51,45 @@ describe("packed specs", () => {
     expect(packer.pack(spec).length).to.be.below(toBinary(ToolSpecSchema, spec).byteLength / 2);
   });
 
-  it("a packed entry forgets its spec once 2,048 other entries were unpacked, and reads it back equal", () => {
+  it("a packed entry unpacks on read and keeps the spec until 2,048 other entries were unpacked", () => {
     const packer = SpecPacker.fromSamples([specFor(1)]);
     const spec = specFor(5);
     const entry = new RegistryEntry(spec, undefined, undefined, packer);
+    expect(entry.spec).to.equal(spec); // not packed yet
+    expect(entry.pack()).to.equal(true);
+    expect(entry.pack()).to.equal(false);
     expect(entry.packed).to.equal(true);
-    expect(entry.spec).to.equal(spec); // still held: it was just created
-    const others = Array.from(
-      { length: 2048 },
-      (_, index) => new RegistryEntry(specFor(100 + index), undefined, undefined, packer),
-    );
     const read = entry.spec;
     expect(read).to.not.equal(spec);
     expect(equals(ToolSpecSchema, read, spec)).to.equal(true);
-    expect(entry.spec).to.equal(read); // held again until its turn comes round
-    expect(others).to.have.length(2048);
+    expect(entry.spec).to.equal(read); // held until its turn in the ring comes round
+    for (let index = 0; index < 2048; index++) {
+      const other = new RegistryEntry(specFor(100 + index), undefined, undefined, packer);
+      other.pack();
+      expect(other.spec.name).to.equal(`pack.tool_${100 + index}`);
+    }
+    const again = entry.spec;
+    expect(again).to.not.equal(read);
+    expect(equals(ToolSpecSchema, again, spec)).to.equal(true);
   });
 
   it("never packs a tool that has a handler here", () => {
     const packer = SpecPacker.fromSamples([specFor(1)]);
     const entry = new RegistryEntry(specFor(2), () => ({}), undefined, packer);
+    expect(entry.pack()).to.equal(false);
     expect(entry.packed).to.equal(false);
-    expect(entry.withHandler(undefined, undefined).packed).to.equal(true);
+    const withoutHandler = entry.withHandler(undefined, undefined);
+    expect(withoutHandler.pack()).to.equal(true);
+    expect(withoutHandler.packed).to.equal(true);
   });
 
   describe("in a registry past its packing threshold", () => {
     const threshold = 5;
-    const fill = (registry: ToolRegistry, count: number): ToolSpec[] =>
-      Array.from({ length: count }, (_, index) => registry.register({ spec: specFor(index) }).spec);
+    const fill = (registry: ToolRegistry, count: number): ToolSpec[] => {
+      const specs = Array.from({ length: count }, (_, index) => registry.register({ spec: specFor(index) }).spec);
+      registry.packPending();
+      return specs;
+    };
 
     it("packs the tools registered past the threshold, and every read gives the registered spec", () => {
       const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
@@ -153,10 +164,20 @@ describe("packed specs", () => {
       registry.refreshHandler("pack.tool_7");
       expect((registry.get("pack.tool_7") as RegistryEntry).packed).to.equal(false);
       registry.detachHandler("pack.tool_7");
+      registry.packPending();
       const entry = registry.get("pack.tool_7") as RegistryEntry;
       expect(entry.packed).to.equal(true);
       expect(entry.handler).to.equal(undefined);
       expect(equals(ToolSpecSchema, entry.spec, { ...specFor(7), version: entry.spec.version })).to.equal(true);
+    });
+
+    it("packs in the background once registrations pause", async () => {
+      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
+      for (let index = 0; index < 30; index++) registry.register({ spec: specFor(index) });
+      const entry = registry.get("pack.tool_29") as RegistryEntry;
+      expect(entry.packed).to.equal(false);
+      while (!entry.packed) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed)).to.have.length(30 - threshold);
     });
 
     it("never packs with Infinity as the threshold", () => {
