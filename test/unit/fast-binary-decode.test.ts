@@ -234,18 +234,31 @@ function expectCompiledAsProtobufEs(
 
 /** Same prototypes and the same own keys in the same order, at every level. */
 function expectSameShape(actual: unknown, expected: unknown, path: string): void {
-  if (typeof expected !== "object" || expected === null) return;
-  expect(Object.getPrototypeOf(actual), `prototype at ${path}`).to.equal(Object.getPrototypeOf(expected));
-  if (ArrayBuffer.isView(expected)) return;
+  const difference = shapeDifference(actual, expected, path);
+  expect(difference, path).to.equal(undefined);
+}
+
+/** Where two values' shapes first differ (prototype or own keys in order), or undefined. Plain
+ * comparisons rather than an assertion per key: these tests compare thousands of large messages. */
+function shapeDifference(actual: unknown, expected: unknown, path: string): string | undefined {
+  if (typeof expected !== "object" || expected === null) return undefined;
+  if (typeof actual !== "object" || actual === null) return `${path} is not an object`;
+  if (Object.getPrototypeOf(actual) !== Object.getPrototypeOf(expected)) return `prototype at ${path}`;
+  if (ArrayBuffer.isView(expected)) return undefined;
   const keys = Object.keys(expected);
-  expect(Object.keys(actual as object), `keys at ${path}`).to.deep.equal(keys);
+  const actualKeys = Object.keys(actual);
+  if (actualKeys.length !== keys.length || actualKeys.some((key, index) => key !== keys[index])) {
+    return `keys at ${path}: ${actualKeys.join(",")} instead of ${keys.join(",")}`;
+  }
   for (const key of keys) {
-    expectSameShape(
+    const inner = shapeDifference(
       (actual as Record<string, unknown>)[key],
       (expected as Record<string, unknown>)[key],
       `${path}.${key}`,
     );
+    if (inner) return inner;
   }
+  return undefined;
 }
 
 /** Asserts that fromBinaryFast returns or throws what fromBinary does; 1 when it threw. */
