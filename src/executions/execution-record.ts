@@ -2,10 +2,12 @@ import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protob
 import { timestampDate, timestampFromDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { performance } from "node:perf_hooks";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../gen/toolruntime/v1/execution_pb.js";
-import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import type { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { Cancellation } from "../async/cancellation.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { inputsDigest } from "./inputs-digest.js";
+import { runEvent } from "./run-event.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 
 /** The body of a run event: which kind, and its fields. */
@@ -352,14 +354,7 @@ export class ExecutionRecord {
     this.#pendingBodies = [];
     this.#pendingTimes = [];
     for (let i = 0; i < bodies.length; i++) {
-      this.#events.push(
-        create(RunEventSchema, {
-          sequence: BigInt(this.#events.length + 1),
-          time: timestampFromMs(times[i] as number),
-          executionId: this.id,
-          event: bodies[i] as EventBody,
-        }),
-      );
+      this.#events.push(runEvent(this.#events.length + 1, times[i] as number, this.id, bodies[i] as EventBody));
     }
   }
 
