@@ -2,9 +2,12 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolErrorSchema, ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { DeclaredErrorType } from "./declared-failure.js";
 
-/** Builds a successful ToolResult. */
+/**
+ * Builds a successful ToolResult: the message `create` makes, written as a literal (every run makes
+ * one, and `create` initialises field by field through reflection).
+ */
 export function succeeded(output: JsonObject, durationMs: number, metadata: JsonObject): ToolResult {
-  return create(ToolResultSchema, { success: true, output, durationMs, metadata });
+  return { $typeName: "toolruntime.v1.ToolResult", success: true, output, durationMs, metadata };
 }
 
 /**

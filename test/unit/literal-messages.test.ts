@@ -5,6 +5,8 @@ import { RunEventSchema, ToolActivatedSchema } from "../../gen/toolruntime/v1/ru
 import { ErrorType } from "../../src/errors/tool-runtime-error.js";
 import type { EventBody } from "../../src/executions/execution-record.js";
 import { runEvent } from "../../src/executions/run-event.js";
+import { succeeded } from "../../src/runner/run-outcome.js";
+import { ToolResultSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 
 const bodies: EventBody[] = [
   { case: "discovered", value: { spec: { name: "a.b", description: "d", inputSchema: { type: "object" } } } },
@@ -22,7 +24,7 @@ const bodies: EventBody[] = [
   { case: undefined },
 ];
 
-describe("runEvent", () => {
+describe("messages built as literals", () => {
   it("builds the message create() builds, for every kind of body, field for field and byte for byte", () => {
     for (const [index, body] of bodies.entries()) {
       const timeMs = 1_764_790_000_000 + index * 377;
@@ -37,6 +39,18 @@ describe("runEvent", () => {
       expect(Object.keys(built)).to.deep.equal(Object.keys(expected));
       expect(toBinary(RunEventSchema, built)).to.deep.equal(toBinary(RunEventSchema, expected));
     }
+  });
+
+  it("succeeded() builds the ToolResult create() builds", () => {
+    const built = succeeded({ answer: 42 }, 1.5, { tool_name: "a.b" });
+    const expected = create(ToolResultSchema, {
+      success: true,
+      output: { answer: 42 },
+      durationMs: 1.5,
+      metadata: { tool_name: "a.b" },
+    });
+    expect(built).to.deep.equal(expected);
+    expect(Object.keys(built)).to.deep.equal(Object.keys(expected));
   });
 
   it("keeps a body that is a message already rather than copying it", () => {
