@@ -4,7 +4,13 @@ export type { DefinedTool, ToolCapabilityFlags, ToolDefinitionInit } from "./too
 export type { ProgressReport, ToolContext, ToolHandler } from "./registry/tool-definition.js";
 export { builtinTools } from "./tools/builtin-tools.js";
 export { ToolRegistry } from "./registry/tool-registry.js";
-export type { ListToolsQuery, ToolPage, ToolRegistration, ToolRegistryOptions } from "./registry/tool-registry.js";
+export type {
+  ListToolsQuery,
+  ToolPage,
+  ToolRegistration,
+  ToolRegistryOptions,
+  ToolSummary,
+} from "./registry/tool-registry.js";
 export { RegistrySet } from "./registry/registry-set.js";
 export { ToolRunner } from "./runner/tool-runner.js";
 export type { ExecuteCallOptions, ToolRunnerOptions } from "./runner/tool-runner.js";
