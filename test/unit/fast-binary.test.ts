@@ -1,16 +1,6 @@
-import {
-  create,
-  equals,
-  fromBinary,
-  fromJson,
-  ScalarType,
-  toBinary,
-  type DescField,
-  type DescMessage,
-  type JsonObject,
-} from "@bufbuild/protobuf";
+import { create, equals, fromBinary, fromJson, toBinary, type JsonObject } from "@bufbuild/protobuf";
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
-import { isWrapperDesc, StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { expect } from "chai";
 import { file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { file_toolruntime_v1_provider } from "../../gen/toolruntime/v1/provider_pb.js";
@@ -24,6 +14,7 @@ import {
 import { file_toolruntime_v1_tool, ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { preEncodedMessage, toBinaryFast } from "../../src/codec/fast-binary.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
+import { fillMessage, seededRandom } from "./random-messages.js";
 
 const metadata: JsonObject = {
   execution_id: "2b6f0c1e-6a57-4a8e-9d0c-0f1f5b0e2c11",
@@ -90,7 +81,7 @@ describe("toBinaryFast()", () => {
     let compared = 0;
     for (const schema of [...schemas, StructSchema, TimestampSchema]) {
       for (let round = 0; round < 25; round++) {
-        const message = fill(schema, random, 0);
+        const message = fillMessage(schema, random);
         const expected = Buffer.from(toBinary(schema, message as never));
         const actual = Buffer.from(toBinaryFast(schema, message));
         expect(actual.toString("hex"), `${schema.typeName}, round ${round}`).to.equal(expected.toString("hex"));
@@ -117,80 +108,3 @@ describe("toBinaryFast()", () => {
     expect(() => encodeStruct({ bad: 1n } as unknown as JsonObject)).to.throw(TypeError, /bigint/);
   });
 });
-
-/** A deterministic generator of numbers in [0, 1). */
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    return state / 2147483648;
-  };
-}
-
-/** A message of `schema` with about half its fields set to values that probe the encoding's edges. */
-function fill(schema: DescMessage, random: () => number, depth: number): Record<string, unknown> {
-  const message = create(schema) as unknown as Record<string, unknown>;
-  const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
-  for (const oneof of schema.oneofs) {
-    if (random() < 0.3) continue;
-    const field = pick(oneof.fields);
-    const value = singular(field, random, depth);
-    if (value !== undefined) message[oneof.localName] = { case: field.localName, value };
-  }
-  for (const field of schema.fields) {
-    if (field.oneof || random() < 0.4) continue;
-    if (field.fieldKind === "list") {
-      const items = Array.from({ length: Math.floor(random() * 4) }, () => singular(field, random, depth));
-      if (items.every((item) => item !== undefined)) message[field.localName] = items;
-    } else if (field.fieldKind === "map") {
-      const record: Record<string, unknown> = {};
-      for (let i = Math.floor(random() * 3); i > 0; i--)
-        record[pick(["k", "", "ключ", `k${i}`])] = singular(field, random, depth);
-      if (Object.values(record).every((value) => value !== undefined)) message[field.localName] = record;
-    } else {
-      const value = singular(field, random, depth);
-      if (value !== undefined) message[field.localName] = value;
-    }
-  }
-  return message;
-}
-
-function singular(field: DescField, random: () => number, depth: number): unknown {
-  const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
-  if (field.enum) return pick(field.enum.values).number;
-  if (field.message) {
-    if (depth > 3) return undefined;
-    if (field.message.typeName === "google.protobuf.Struct" && field.parent.typeName !== "google.protobuf.Value") {
-      return pick<JsonObject>([{}, metadata, { nested: { list: [1, "x", null, true] } }]);
-    }
-    if (field.fieldKind === "message" && !field.oneof && isWrapperDesc(field.message)) return pick([0, -0, 1.25, -3]);
-    return create(field.message, fill(field.message, random, depth + 1) as never);
-  }
-  const scalar = field.scalar;
-  switch (scalar) {
-    case ScalarType.DOUBLE:
-      return pick([0, -0, 1.5, -1e300, Number.NaN, Number.POSITIVE_INFINITY, random() * 1e6]);
-    case ScalarType.FLOAT:
-      return Math.fround(pick([0, -0, 1.5, -2.25, random() * 1000]));
-    case ScalarType.INT32:
-    case ScalarType.SINT32:
-    case ScalarType.SFIXED32:
-      return pick([0, 1, -1, 2 ** 31 - 1, -(2 ** 31), Math.floor(random() * 1e6)]);
-    case ScalarType.UINT32:
-    case ScalarType.FIXED32:
-      return pick([0, 1, 127, 128, 2 ** 32 - 1, Math.floor(random() * 1e9)]);
-    case ScalarType.INT64:
-    case ScalarType.SINT64:
-    case ScalarType.SFIXED64:
-      return pick([0n, 1n, -1n, 2n ** 53n + 1n, -(2n ** 63n), 2n ** 63n - 1n]);
-    case ScalarType.UINT64:
-    case ScalarType.FIXED64:
-      return pick([0n, 1n, 300n, 2n ** 53n + 1n, 2n ** 64n - 1n, BigInt(Math.floor(random() * 1e9))]);
-    case ScalarType.BOOL:
-      return pick([true, false]);
-    case ScalarType.STRING:
-      return pick(["", "a", "ünïcödé", "x".repeat(200), "ß".repeat(70), "\u{1f600}"]);
-    case ScalarType.BYTES:
-      return pick([new Uint8Array(0), new Uint8Array([0, 255, 7]), new Uint8Array(300).fill(9)]);
-  }
-}
