@@ -24,8 +24,9 @@ export interface ToolRegistryOptions {
   readonly initialVersion?: bigint;
   /**
    * Past this many tools, the specs of tools without a handler here are kept packed (see
-   * SpecPacker and RegistryEntry): about a third of the memory, for tens of microseconds more per
-   * registration and per read of a spec not read lately. Default 1,000; Infinity never packs.
+   * SpecPacker and RegistryEntry): under half the memory, for tens of microseconds of packing each
+   * (in the background, once registrations pause) and for reading a spec not read lately.
+   * Default 1,000; Infinity never packs.
    */
   readonly packSpecsAbove?: number;
 }
