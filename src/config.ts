@@ -45,6 +45,8 @@ export interface ServerConfig {
   readonly corsOrigins: readonly string[];
   /** Tools per page of tools/list at /mcp. */
   readonly mcpPageSize: number;
+  /** Tools a registry holds before it packs specs (see ToolRegistryOptions.packSpecsAbove). */
+  readonly packSpecsAbove: number;
   /** MCP servers whose tools are served as `mcp.NAME.TOOL`. */
   readonly mcpServers: readonly McpServerSpec[];
   /** Names of MCP servers whose readOnlyHint is trusted. */
@@ -350,6 +352,15 @@ const options: readonly OptionSpec[] = [
     kind: "list",
     fallback: undefined,
     text: 'origin whose pages may call the HTTP port from a browser (CORS); repeat the flag, or separate origins with "," in the variable',
+  },
+  {
+    key: "packSpecsAbove",
+    flag: "pack-specs-above",
+    kind: "integer",
+    fallback: 1000,
+    min: 0,
+    max: 1_000_000,
+    text: "tools a registry holds before it keeps the specs of tools without a handler here packed (deflated, under half the memory; a spec not read lately costs tens of microseconds to read); a figure above the registry's size turns packing off",
   },
   {
     key: "mcpPageSize",
@@ -670,6 +681,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     replicaLeaseMs: get("replicaLeaseMs") as number,
     corsOrigins,
     mcpPageSize: get("mcpPageSize") as number,
+    packSpecsAbove: get("packSpecsAbove") as number,
     mcpServers,
     mcpTrustHints,
     mcpTrustIdempotent,

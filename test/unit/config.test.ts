@@ -107,4 +107,11 @@ describe("readConfig()", () => {
     );
     expect(() => readConfig(["--mcp-page-size", "0"], {})).to.throw("--mcp-page-size");
   });
+
+  it("reads --pack-specs-above, 1,000 by default, and refuses a negative figure", () => {
+    expect(readConfig([], {}).packSpecsAbove).to.equal(1000);
+    expect(readConfig(["--pack-specs-above", "0"], {}).packSpecsAbove).to.equal(0);
+    expect(readConfig([], { TOOLRUNTIME_PACK_SPECS_ABOVE: "200000" }).packSpecsAbove).to.equal(200_000);
+    expect(() => readConfig(["--pack-specs-above", "-1"], {})).to.throw("--pack-specs-above");
+  });
 });
