@@ -9,7 +9,7 @@ import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-defini
 import { RegistryEntry } from "./registry-entry.js";
 import { BackgroundPacking } from "./background-packing.js";
 import { SpecPacker } from "./spec-packer.js";
-import { validateSpec } from "./validate-spec.js";
+import { validateSpec, wireKeyNames } from "./validate-spec.js";
 
 /** Options of a {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
@@ -37,6 +37,12 @@ const dictionarySamples = 8;
 /** What to register: a spec, and a handler when this process can execute the tool. */
 export interface ToolRegistration {
   readonly spec: ToolSpec;
+  /**
+   * Whether the spec's objects are the registry's to keep (a spec decoded from a request): its
+   * schemas are then kept as they are rather than copied. Default false: an author's object may
+   * change after registration.
+   */
+  readonly owned?: boolean | undefined;
   readonly handler?: ToolHandler | undefined;
   /** Checkpoint and rollback, for a checkpointable tool with a handler. */
   readonly hooks?: CheckpointHooks | undefined;
@@ -143,7 +149,7 @@ export class ToolRegistry {
     spec: ToolSpec;
     replaced: boolean;
   } {
-    const validated = validateSpec(registration.spec);
+    const validated = validateSpec(registration.spec, wireKeyNames, { owned: registration.owned });
     const name = validated.spec.name;
     const existing = this.#tools.get(name);
     if (existing && !options.replace) {

@@ -48,9 +48,14 @@ export const wireKeyNames: SpecKeyNames = {
  * (see `checkSchema`). Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
  * the name, the description, the tool type, the read_only rule, or a schema (not draft 2020-12,
  * an unknown keyword, a root that refuses objects, a pattern the linear-time engine refuses).
- * Messages name fields by `keys` (default: the protobuf names).
+ * Messages name fields by `keys` (default: the protobuf names). With `owned`, the spec's schemas
+ * are the caller's to give away (decoded from a request) and are kept as they are, not copied.
  */
-export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wireKeyNames): ValidatedSpec {
+export function validateSpec(
+  spec: ToolSpec | undefined,
+  keys: SpecKeyNames = wireKeyNames,
+  options: { readonly owned?: boolean | undefined } = {},
+): ValidatedSpec {
   if (!spec) throw registrationError("", "spec is missing: send the tool's ToolSpec");
   const nameError = checkToolName(spec.name);
   if (nameError) throw registrationError(spec.name, nameError.details);
@@ -91,8 +96,9 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
       `${keys.defaultTimeoutMs} of ${quote(name)} (${spec.defaultTimeoutMs}) exceeds its ${keys.maxTimeoutMs} (${spec.maxTimeoutMs}): lower the default or raise the maximum`,
     );
   }
-  const inputSchema = checkSchemaField(name, keys.inputSchema, spec.inputSchema);
-  const outputSchema = checkSchemaField(name, keys.outputSchema, spec.outputSchema);
+  const owned = options.owned ?? false;
+  const inputSchema = checkSchemaField(name, keys.inputSchema, spec.inputSchema, owned);
+  const outputSchema = checkSchemaField(name, keys.outputSchema, spec.outputSchema, owned);
   const clean = create(ToolSpecSchema, {
     name,
     description: spec.description,
@@ -108,19 +114,24 @@ export function validateSpec(spec: ToolSpec | undefined, keys: SpecKeyNames = wi
 }
 
 /**
- * Checks one schema of a spec and returns the copy to keep: parsed from the JSON text the check
- * made, so the spec owns it (an author's later change cannot reach it) and it is compact (JSON.parse
- * builds smaller objects than protobuf's Struct decoding, and shares short strings such as
- * "string" or "object" between tools).
+ * Checks one schema of a spec and returns the one to keep: the schema itself when `owned` (decoded
+ * from a request, nobody else holds it), else a copy parsed from the JSON text the check made, so
+ * that an author's later change cannot reach it.
  */
-function checkSchemaField(name: string, field: string, schema: JsonObject | undefined): JsonObject | undefined {
+function checkSchemaField(
+  name: string,
+  field: string,
+  schema: JsonObject | undefined,
+  owned: boolean,
+): JsonObject | undefined {
   if (!schema) return undefined;
   const check = measureJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
   if (!check.ok) throw registrationError(name, `${check.problem} (tool ${quote(name)})`);
   const rootProblem = checkAcceptsObjects(schema);
   if (rootProblem) throw registrationError(name, `${field} of ${quote(name)} ${rootProblem}`);
   try {
-    return JSON.parse(checkSchema(schema)) as JsonObject;
+    const json = checkSchema(schema);
+    return owned ? schema : (JSON.parse(json) as JsonObject);
   } catch (error) {
     if (!(error instanceof InvalidSchemaError)) throw error;
     throw registrationError(

@@ -58,7 +58,8 @@ export function createRegistryService(
       if (!(await store.view(request.registry))) {
         ensureMayCreateRegistry(callerOf(context), resolveRegistryName(request.registry));
       }
-      return store.register(request.registry, { spec: request.spec }, { replace: request.replace });
+      // The request's spec was decoded for this call alone: the registry may keep its objects.
+      return store.register(request.registry, { spec: request.spec, owned: true }, { replace: request.replace });
     },
 
     async getTool(request, context) {

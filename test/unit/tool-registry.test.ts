@@ -30,6 +30,22 @@ describe("ToolRegistry", () => {
   });
 
   describe("schemas", () => {
+    it("keeps an owned spec's schema object as it is, and copies an author's", () => {
+      const registry = new ToolRegistry("default");
+      const inputSchema = { type: "object", properties: { n: { type: "integer" } } };
+      const owned = registry.register({ spec: create(ToolSpecSchema, { name: "a.owned", inputSchema }), owned: true });
+      const copied = registry.register({ spec: create(ToolSpecSchema, { name: "a.copied", inputSchema }) });
+      expect(owned.spec.inputSchema).to.equal(inputSchema);
+      expect(copied.spec.inputSchema).to.not.equal(inputSchema);
+      expect(copied.spec.inputSchema).to.deep.equal(inputSchema);
+      expect(() =>
+        registry.register({
+          spec: create(ToolSpecSchema, { name: "a.bad", inputSchema: { type: "object", requried: ["n"] } }),
+          owned: true,
+        }),
+      ).to.throw(/requried/);
+    });
+
     it("keeps its own copy of a spec's schema, checked on first use with the usual messages", () => {
       const registry = new ToolRegistry("default");
       const inputSchema = { type: "object", properties: { n: { type: "integer", minimum: 1 } }, required: ["n"] };

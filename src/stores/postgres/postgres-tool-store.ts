@@ -7,7 +7,7 @@ import { quote } from "../../registry/names.js";
 import { registryNotFound, resolveRegistryName, type RegistrySet } from "../../registry/registry-set.js";
 import type { ToolRegistration, ToolRegistry } from "../../registry/tool-registry.js";
 import { sameDefinition } from "../../registry/same-definition.js";
-import { validateSpec } from "../../registry/validate-spec.js";
+import { validateSpec, wireKeyNames } from "../../registry/validate-spec.js";
 import type { ToolStore } from "../tool-store.js";
 import type { Doorbell } from "./doorbell.js";
 import type { PostgresToolStoreOptions } from "./postgres-options.js";
@@ -117,7 +117,7 @@ export async function createPostgresToolStore(
     ) => Promise<"adopt" | "write">,
   ): Promise<{ spec: ToolSpec; replaced: boolean }> => {
     const name = resolveRegistryName(registryName);
-    const validated = validateSpec(registration.spec);
+    const validated = validateSpec(registration.spec, wireKeyNames, { owned: registration.owned });
     const toolName = validated.spec.name;
     const fresh = create(ToolSpecSchema, { ...validated.spec, hasHandler: registration.handler !== undefined });
     const view = await viewForWrite(name);
