@@ -47,8 +47,8 @@ export class RegistryEntry implements RegisteredTool {
 
   /** Packs the spec and lets go of it, if it has a packer and no handler; returns whether it did. */
   pack(): boolean {
-    if (this.#packed !== undefined || !this.#packer || this.handler) return false;
-    this.#packed = this.#packer.pack(this.#spec as ToolSpec);
+    if (!this.packable) return false;
+    this.#packed = (this.#packer as SpecPacker).pack(this.#spec as ToolSpec);
     this.#spec = undefined;
     return true;
   }

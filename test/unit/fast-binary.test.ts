@@ -1,20 +1,12 @@
 import { create, equals, fromBinary, fromJson, toBinary, type JsonObject } from "@bufbuild/protobuf";
-import { nestedTypes } from "@bufbuild/protobuf/reflect";
 import { StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { expect } from "chai";
-import { file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
-import { file_toolruntime_v1_provider } from "../../gen/toolruntime/v1/provider_pb.js";
-import { file_toolruntime_v1_registry } from "../../gen/toolruntime/v1/registry_pb.js";
-import { file_toolruntime_v1_run_event, RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
-import {
-  ExecuteToolResponseSchema,
-  file_toolruntime_v1_runner,
-  RunToolResponseSchema,
-} from "../../gen/toolruntime/v1/runner_pb.js";
-import { file_toolruntime_v1_tool, ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
+import { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { ExecuteToolResponseSchema, RunToolResponseSchema } from "../../gen/toolruntime/v1/runner_pb.js";
+import { ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { preEncodedMessage, toBinaryFast } from "../../src/codec/fast-binary.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
-import { fillMessage, seededRandom } from "./random-messages.js";
+import { apiMessageSchemas, fillMessage, seededRandom } from "./random-messages.js";
 
 const metadata: JsonObject = {
   execution_id: "2b6f0c1e-6a57-4a8e-9d0c-0f1f5b0e2c11",
@@ -67,15 +59,7 @@ describe("toBinaryFast()", () => {
   });
 
   it("encodes every message type of the API byte for byte as protobuf-es does, filled at random", () => {
-    const files = [
-      file_toolruntime_v1_execution,
-      file_toolruntime_v1_provider,
-      file_toolruntime_v1_registry,
-      file_toolruntime_v1_run_event,
-      file_toolruntime_v1_runner,
-      file_toolruntime_v1_tool,
-    ];
-    const schemas = files.flatMap((file) => [...nestedTypes(file)].filter((type) => type.kind === "message"));
+    const schemas = apiMessageSchemas;
     expect(schemas.length).to.be.greaterThan(50);
     const random = seededRandom(11);
     let compared = 0;

@@ -7,6 +7,13 @@ import {
   type JsonValue,
 } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { nestedTypes } from "@bufbuild/protobuf/reflect";
+import { file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
+import { file_toolruntime_v1_provider } from "../../gen/toolruntime/v1/provider_pb.js";
+import { file_toolruntime_v1_registry } from "../../gen/toolruntime/v1/registry_pb.js";
+import { file_toolruntime_v1_run_event } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { file_toolruntime_v1_runner } from "../../gen/toolruntime/v1/runner_pb.js";
+import { file_toolruntime_v1_tool } from "../../gen/toolruntime/v1/tool_pb.js";
 
 /** A deterministic generator of numbers in [0, 1). */
 export function seededRandom(seed: number): () => number {
@@ -136,3 +143,13 @@ function scalarValue(scalar: ScalarType, random: () => number, key: boolean): un
       return pick([new Uint8Array(0), new Uint8Array([0, 255, 7]), new Uint8Array(300).fill(9)]);
   }
 }
+
+/** Every message type of the API's proto files, nested ones included. */
+export const apiMessageSchemas: readonly DescMessage[] = [
+  file_toolruntime_v1_execution,
+  file_toolruntime_v1_provider,
+  file_toolruntime_v1_registry,
+  file_toolruntime_v1_run_event,
+  file_toolruntime_v1_runner,
+  file_toolruntime_v1_tool,
+].flatMap((file) => [...nestedTypes(file)].filter((type) => type.kind === "message"));
