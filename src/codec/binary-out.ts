@@ -1,9 +1,10 @@
 /**
- * The protobuf wire format written into one buffer whose size is known in advance. Encoders run
- * two passes: the first measures (and records, in visiting order, the sizes the second will need:
- * lengths of nested messages and of strings), the second writes. protobuf-es's BinaryWriter forks
- * and joins a chunk list for every nested message instead, which costs more than the rest of the
- * encoding for the small messages a call answers with.
+ * The protobuf wire format written in one pass into a reused scratch buffer, then copied out at
+ * its exact size. A length-delimited value (a nested message, a packed list) reserves one byte for
+ * its length, which almost always suffices; a longer content is moved up by the extra bytes its
+ * length takes (a memmove). Measuring everything first (a second walk of the message, and a list
+ * of the sizes found) cost more than the writing itself; protobuf-es's BinaryWriter forks and joins
+ * a chunk list for every nested message instead.
  */
 
 /** Strings up to this length are measured and copied in JavaScript: a call into Buffer costs more. */
@@ -76,31 +77,79 @@ export function tagBytes(fieldNumber: number, wireType: number): readonly number
   return bytes;
 }
 
-/** Writes into a buffer sized by the first pass, reading the sizes it recorded in order. */
+/** Scratch space kept between encodings; one that grew past this is dropped after use. */
+const scratchBytes = 64 * 1024;
+let sharedScratch: Buffer | undefined = Buffer.allocUnsafe(scratchBytes);
+
+/**
+ * Writes a message's bytes into scratch space (see the top of this file). Not reentrant by
+ * design: an encoding takes the shared scratch buffer and gives it back in {@link finish}; one that
+ * starts meanwhile (none does: nothing it calls runs other code) gets a buffer of its own.
+ */
 export class BinaryOut {
   pos = 0;
-  #next = 0;
+  buffer: Buffer;
 
-  constructor(
-    readonly buffer: Buffer,
-    private readonly sizes: readonly number[],
-  ) {}
+  constructor() {
+    this.buffer = sharedScratch ?? Buffer.allocUnsafe(scratchBytes);
+    sharedScratch = undefined;
+  }
 
-  /** The next size the first pass recorded. */
-  nextSize(): number {
-    return this.sizes[this.#next++] as number;
+  /** The bytes written, in a buffer of their own; the scratch space goes back for the next encoding. */
+  finish(): Buffer {
+    const out = Buffer.allocUnsafe(this.pos);
+    this.buffer.copy(out, 0, 0, this.pos);
+    if (this.buffer.length <= scratchBytes) sharedScratch = this.buffer;
+    return out;
+  }
+
+  /** Makes room for `bytes` more bytes. */
+  ensure(bytes: number): void {
+    if (this.pos + bytes <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.pos + bytes));
+    this.buffer.copy(grown, 0, 0, this.pos);
+    this.buffer = grown;
+  }
+
+  /** Reserves the length byte of a length-delimited value; returns where {@link endDelimited} finds it. */
+  beginDelimited(): number {
+    this.ensure(1);
+    return this.pos++;
+  }
+
+  /** Writes the length of the value begun at `at`, moving its content up when the length takes more than a byte. */
+  endDelimited(at: number): void {
+    const length = this.pos - at - 1;
+    if (length < 0x80) {
+      this.buffer[at] = length;
+      return;
+    }
+    const extra = varintSize(length) - 1;
+    this.ensure(extra);
+    this.buffer.copyWithin(at + 1 + extra, at + 1, this.pos);
+    this.pos += extra;
+    let value = length;
+    let to = at;
+    while (value > 0x7f) {
+      this.buffer[to++] = (value & 0x7f) | 0x80;
+      value = value > 0xffffffff ? Math.floor(value / 0x80) : value >>> 7;
+    }
+    this.buffer[to] = value;
   }
 
   byte(value: number): void {
+    this.ensure(1);
     this.buffer[this.pos++] = value;
   }
 
   tag(bytes: readonly number[]): void {
+    this.ensure(bytes.length);
     for (let i = 0; i < bytes.length; i++) this.buffer[this.pos++] = bytes[i] as number;
   }
 
   /** A non-negative integer up to 2^53. */
   varint(value: number): void {
+    this.ensure(10);
     while (value > 0x7f) {
       // The low seven bits survive the 32-bit conversion of `&` for any integer.
       this.buffer[this.pos++] = (value & 0x7f) | 0x80;
@@ -117,6 +166,7 @@ export class BinaryOut {
   /** What {@link wireInt64} returned. */
   int64(value: number | bigint): void {
     if (typeof value === "number") return this.varint(value);
+    this.ensure(10);
     while (value > 0x7fn) {
       this.buffer[this.pos++] = Number(value & 0x7fn) | 0x80;
       value >>= 7n;
@@ -125,34 +175,54 @@ export class BinaryOut {
   }
 
   double(value: number): void {
+    this.ensure(8);
     float64[0] = value;
     for (let i = 0; i < 8; i++) this.buffer[this.pos++] = float64Bytes[i] as number;
   }
 
   float(value: number): void {
+    this.ensure(4);
     float32[0] = value;
     for (let i = 0; i < 4; i++) this.buffer[this.pos++] = float32Bytes[i] as number;
   }
 
   fixed32(value: number): void {
+    this.ensure(4);
     this.buffer.writeUInt32LE(value >>> 0, this.pos);
     this.pos += 4;
   }
 
   sfixed32(value: number): void {
+    this.ensure(4);
     this.buffer.writeInt32LE(value | 0, this.pos);
     this.pos += 4;
   }
 
-  /** A string whose UTF-8 length is `length`, prefixed by it. */
-  string(text: string, length: number): void {
-    this.varint(length);
-    if (length === text.length && length <= shortString) {
-      // ASCII: one byte per character.
-      for (let i = 0; i < length; i++) this.buffer[this.pos++] = text.charCodeAt(i);
-    } else {
-      this.pos += this.buffer.write(text, this.pos, length, "utf8");
+  /** A string, prefixed by its UTF-8 length. */
+  string(text: string): void {
+    const length = text.length;
+    if (length <= shortString) {
+      // Most strings are short ASCII: one byte per character, and a length that takes one byte.
+      this.ensure(length + 1);
+      const at = this.pos;
+      const buffer = this.buffer;
+      let pos = at + 1;
+      let i = 0;
+      for (; i < length; i++) {
+        const code = text.charCodeAt(i);
+        if (code >= 0x80) break;
+        buffer[pos++] = code;
+      }
+      if (i === length) {
+        buffer[at] = length;
+        this.pos = pos;
+        return;
+      }
     }
+    const bytes = Buffer.byteLength(text);
+    this.varint(bytes);
+    this.ensure(bytes);
+    this.pos += this.buffer.write(text, this.pos, bytes, "utf8");
   }
 
   /** Raw bytes, prefixed by their length. */
@@ -162,6 +232,7 @@ export class BinaryOut {
   }
 
   raw(data: Uint8Array): void {
+    this.ensure(data.byteLength);
     this.buffer.set(data, this.pos);
     this.pos += data.byteLength;
   }

@@ -1,22 +1,13 @@
 import { create, ScalarType, toBinary, type DescField, type DescMessage, type JsonObject } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
-import {
-  BinaryOut,
-  int32Size,
-  int64Size,
-  tagBytes,
-  utf8Length,
-  varintSize,
-  wireInt64,
-  type Int64Value,
-} from "./binary-out.js";
-import { structSize, writeStructFields } from "./struct-binary.js";
+import { BinaryOut, tagBytes, wireInt64, type Int64Value } from "./binary-out.js";
+import { writeStructFields } from "./struct-binary.js";
 
 /**
  * Messages encoded byte for byte as protobuf-es's `toBinary` encodes them, several times faster:
- * an encoder is compiled once per message type from its descriptor, measures the message first and
- * then writes it into one buffer (see BinaryOut), and writes `google.protobuf.Struct` fields
+ * an encoder is compiled once per message type from its descriptor, writes the message in one pass
+ * (see BinaryOut), and writes `google.protobuf.Struct` fields
  * straight from their JSON objects. It takes a message or the plain object `create` would take.
  * Types it does not cover (map keys other than strings, sint and fixed 64-bit scalars, groups) are
  * left to protobuf-es. A test compares both encoders on every message type of the API.
@@ -24,11 +15,9 @@ import { structSize, writeStructFields } from "./struct-binary.js";
 export function toBinaryFast(schema: DescMessage, message: object): Uint8Array {
   const codec = messageCodec(schema);
   if (!codec) return toBinary(schema, create(schema, message as never));
-  const sizes: number[] = [];
-  const size = codec.size(message as Fields, sizes);
-  const out = new BinaryOut(Buffer.allocUnsafe(size), sizes);
+  const out = new BinaryOut();
   codec.write(message as Fields, out);
-  return out.buffer;
+  return out.finish();
 }
 
 /**
@@ -56,22 +45,19 @@ export function preEncodedMessage(schema: DescMessage, bytes: Uint8Array): objec
 
 type Fields = Record<string, unknown>;
 
-/** Measures and writes a message's content (its fields, without a tag or length of its own). */
+/** Writes a message's content (its fields, without a tag or length of its own). */
 interface MessageCodec {
-  size(message: Fields, sizes: number[]): number;
   write(message: Fields, out: BinaryOut): void;
 }
 
-/** Measures and writes one field of a message, tags included; 0 bytes when it is not set. */
+/** Writes one field of a message, tags included; nothing when it is not set. */
 interface FieldCodec {
-  size(message: Fields, sizes: number[]): number;
   write(message: Fields, out: BinaryOut): void;
 }
 
-/** Measures and writes one value (of a field, a list item or a map entry), without its tag. */
+/** Writes one value (of a field, a list item or a map entry), without its tag. */
 interface ValueCodec {
   readonly wireType: WireType;
-  size(value: unknown, sizes: number[]): number;
   write(value: unknown, out: BinaryOut): void;
 }
 
@@ -128,14 +114,6 @@ function usesJson(field: DescField): boolean {
 function compileMessage(schema: DescMessage): MessageCodec {
   const fields: FieldCodec[] = [];
   const codec: MessageCodec = {
-    size(message, sizes) {
-      let total = 0;
-      for (let i = 0; i < fields.length; i++) total += (fields[i] as FieldCodec).size(message, sizes);
-      const unknown = message["$unknown"] as UnknownField[] | undefined;
-      if (unknown)
-        for (const field of unknown) total += tagBytes(field.no, field.wireType).length + field.data.byteLength;
-      return total;
-    },
     write(message, out) {
       for (let i = 0; i < fields.length; i++) (fields[i] as FieldCodec).write(message, out);
       const unknown = message["$unknown"] as UnknownField[] | undefined;
@@ -199,10 +177,6 @@ function singularField(field: DescField, value: ValueCodec): FieldCodec {
     };
   }
   return {
-    size(message, sizes) {
-      const current = read(message);
-      return current === undefined ? 0 : tag.length + value.size(current, sizes);
-    },
     write(message, out) {
       const current = read(message);
       if (current === undefined) return;
@@ -242,32 +216,18 @@ function listField(field: Extract<DescField, { fieldKind: "list" }>, value: Valu
   if (field.packed && value.wireType !== WireType.LengthDelimited) {
     const tag = tagBytes(field.number, WireType.LengthDelimited);
     return {
-      size(message, sizes) {
-        const items = message[name] as readonly unknown[] | undefined;
-        if (!items || items.length === 0) return 0;
-        let content = 0;
-        for (let i = 0; i < items.length; i++) content += value.size(items[i], sizes);
-        sizes.push(content);
-        return tag.length + varintSize(content) + content;
-      },
       write(message, out) {
         const items = message[name] as readonly unknown[] | undefined;
         if (!items || items.length === 0) return;
         out.tag(tag);
-        out.varint(out.nextSize());
+        const content = out.beginDelimited();
         for (let i = 0; i < items.length; i++) value.write(items[i], out);
+        out.endDelimited(content);
       },
     };
   }
   const tag = tagBytes(field.number, value.wireType);
   return {
-    size(message, sizes) {
-      const items = message[name] as readonly unknown[] | undefined;
-      if (!items) return 0;
-      let total = 0;
-      for (let i = 0; i < items.length; i++) total += tag.length + value.size(items[i], sizes);
-      return total;
-    },
     write(message, out) {
       const items = message[name] as readonly unknown[] | undefined;
       if (!items) return;
@@ -288,31 +248,17 @@ function mapField(field: DescField): FieldCodec {
   const value = field.mapKind === "message" ? messageValue(field) : scalarValue(field.scalar ?? ScalarType.INT32);
   const valueTag = tagBytes(2, value.wireType);
   return {
-    size(message, sizes) {
-      const record = message[name] as Record<string, unknown> | undefined;
-      if (!record) return 0;
-      let total = 0;
-      for (const key of Object.keys(record)) {
-        const at = sizes.push(0) - 1;
-        const keyLength = utf8Length(key);
-        sizes.push(keyLength);
-        const entry =
-          keyTag.length + varintSize(keyLength) + keyLength + valueTag.length + value.size(record[key], sizes);
-        sizes[at] = entry;
-        total += tag.length + varintSize(entry) + entry;
-      }
-      return total;
-    },
     write(message, out) {
       const record = message[name] as Record<string, unknown> | undefined;
       if (!record) return;
       for (const key of Object.keys(record)) {
         out.tag(tag);
-        out.varint(out.nextSize());
+        const entry = out.beginDelimited();
         out.tag(keyTag);
-        out.string(key, out.nextSize());
+        out.string(key);
         out.tag(valueTag);
         value.write(record[key], out);
+        out.endDelimited(entry);
       }
     },
   };
@@ -321,89 +267,67 @@ function mapField(field: DescField): FieldCodec {
 /** A message value, length-prefixed: a JSON object for a Struct, a scalar for a wrapper, else a message. */
 function messageValue(field: DescField): ValueCodec {
   const schema = field.message as DescMessage;
-  if (usesJson(field)) return delimited((value, sizes) => structSize(value as JsonObject, sizes), writeJsonStruct);
+  if (usesJson(field)) return delimited(writeJsonStruct);
   // protobuf-es unwraps singular wrapper fields outside oneofs to their scalar value.
   if (field.fieldKind === "message" && !field.oneof && isWrapperDesc(schema)) {
     const valueName = (schema.fields[0] as DescField).localName;
     const wrapper = messageCodec(schema) as MessageCodec;
-    return delimited(
-      (value, sizes) => wrapper.size({ [valueName]: value }, sizes),
-      (value, out) => wrapper.write({ [valueName]: value }, out),
-    );
+    return delimited((value, out) => wrapper.write({ [valueName]: value }, out));
   }
   // Compiled lazily: the type may be the one being compiled (a recursive message).
   let codec: MessageCodec | undefined;
   const get = (): MessageCodec => (codec ??= messageCodec(schema) as MessageCodec);
-  return delimited(
-    (value, sizes) => get().size(value as Fields, sizes),
-    (value, out) => get().write(value as Fields, out),
-  );
+  return delimited((value, out) => get().write(value as Fields, out));
 }
 
 function writeJsonStruct(value: unknown, out: BinaryOut): void {
   writeStructFields(out, value as JsonObject);
 }
 
-/** A length-prefixed value whose content `size` measures (recording nested sizes) and `write` writes. */
-function delimited(
-  size: (value: unknown, sizes: number[]) => number,
-  write: (value: unknown, out: BinaryOut) => void,
-): ValueCodec {
+/** A length-prefixed value whose content `write` writes. */
+function delimited(write: (value: unknown, out: BinaryOut) => void): ValueCodec {
   return {
     wireType: WireType.LengthDelimited,
-    size(value, sizes) {
-      const at = sizes.push(0) - 1;
-      const content = size(value, sizes);
-      sizes[at] = content;
-      return varintSize(content) + content;
-    },
     write(value, out) {
-      out.varint(out.nextSize());
+      const content = out.beginDelimited();
       write(value, out);
+      out.endDelimited(content);
     },
   };
 }
 
 const int64Codec: ValueCodec = {
   wireType: WireType.Varint,
-  size: (value) => int64Size(wireInt64(value as Int64Value)),
   write: (value, out) => out.int64(wireInt64(value as Int64Value)),
 };
 
 const scalarCodecs: Partial<Record<ScalarType, ValueCodec>> = {
   [ScalarType.DOUBLE]: {
     wireType: WireType.Bit64,
-    size: () => 8,
     write: (value, out) => out.double(value as number),
   },
   [ScalarType.FLOAT]: {
     wireType: WireType.Bit32,
-    size: () => 4,
     write: (value, out) => out.float(value as number),
   },
   [ScalarType.INT32]: {
     wireType: WireType.Varint,
-    size: (value) => int32Size(value as number),
     write: (value, out) => out.int32(value as number),
   },
   [ScalarType.UINT32]: {
     wireType: WireType.Varint,
-    size: (value) => varintSize((value as number) >>> 0),
     write: (value, out) => out.varint((value as number) >>> 0),
   },
   [ScalarType.BOOL]: {
     wireType: WireType.Varint,
-    size: () => 1,
     write: (value, out) => out.byte(value ? 1 : 0),
   },
   [ScalarType.FIXED32]: {
     wireType: WireType.Bit32,
-    size: () => 4,
     write: (value, out) => out.fixed32(value as number),
   },
   [ScalarType.SFIXED32]: {
     wireType: WireType.Bit32,
-    size: () => 4,
     write: (value, out) => out.sfixed32(value as number),
   },
   // Signed and unsigned 64-bit varints share one codec: wireInt64 gives both their wire value.
@@ -411,16 +335,10 @@ const scalarCodecs: Partial<Record<ScalarType, ValueCodec>> = {
   [ScalarType.UINT64]: int64Codec,
   [ScalarType.STRING]: {
     wireType: WireType.LengthDelimited,
-    size(value, sizes) {
-      const length = utf8Length(value as string);
-      sizes.push(length);
-      return varintSize(length) + length;
-    },
-    write: (value, out) => out.string(value as string, out.nextSize()),
+    write: (value, out) => out.string(value as string),
   },
   [ScalarType.BYTES]: {
     wireType: WireType.LengthDelimited,
-    size: (value) => varintSize((value as Uint8Array).byteLength) + (value as Uint8Array).byteLength,
     write: (value, out) => out.bytes(value as Uint8Array),
   },
 };

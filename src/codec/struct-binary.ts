@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
-import { BinaryOut, utf8Length, varintSize } from "./binary-out.js";
+import { BinaryOut } from "./binary-out.js";
 
 /**
  * A JSON object written directly as the fields of a `google.protobuf.Struct`, byte for byte what
@@ -24,70 +24,20 @@ const tagStruct = (5 << 3) | WireType.LengthDelimited;
 const tagList = (6 << 3) | WireType.LengthDelimited;
 const tagListItem = (1 << 3) | WireType.LengthDelimited;
 
-function delimited(size: number): number {
-  return 1 + varintSize(size) + size;
-}
-
-/** Size of a Struct's fields; pushes each nested size in the order {@link writeStructFields} reads them. */
-export function structSize(object: JsonObject, sizes: number[]): number {
-  let total = 0;
-  for (const key of Object.keys(object)) {
-    const value = object[key];
-    if (value === undefined) continue;
-    const at = sizes.push(0, 0) - 2;
-    const valueSize = valueFieldsSize(value, sizes);
-    const entrySize = delimited(utf8Length(key)) + delimited(valueSize);
-    sizes[at] = entrySize;
-    sizes[at + 1] = valueSize;
-    total += delimited(entrySize);
-  }
-  return total;
-}
-
-function valueFieldsSize(value: JsonValue, sizes: number[]): number {
-  switch (typeof value) {
-    case "number":
-      return 9;
-    case "string":
-      return delimited(utf8Length(value));
-    case "boolean":
-      return 2;
-    case "object": {
-      if (value === null) return 2;
-      const at = sizes.push(0) - 1;
-      let inner = 0;
-      if (Array.isArray(value)) {
-        for (const item of value) {
-          const itemAt = sizes.push(0) - 1;
-          const itemSize = valueFieldsSize(item, sizes);
-          sizes[itemAt] = itemSize;
-          inner += delimited(itemSize);
-        }
-      } else {
-        inner = structSize(value, sizes);
-      }
-      sizes[at] = inner;
-      return delimited(inner);
-    }
-    default:
-      throw new TypeError(`a ${typeof value} is not a JSON value`);
-  }
-}
-
-/** Writes a Struct's fields, reading the sizes {@link structSize} recorded. */
+/** Writes a Struct's fields: one entry message (key = 1, value = 2) per key. */
 export function writeStructFields(out: BinaryOut, object: JsonObject): void {
   for (const key of Object.keys(object)) {
     const value = object[key];
     if (value === undefined) continue;
-    const entrySize = out.nextSize();
-    const valueSize = out.nextSize();
     out.byte(tagEntry);
-    out.varint(entrySize);
+    const entry = out.beginDelimited();
     out.byte(tagKey);
-    out.string(key, utf8Length(key));
+    out.string(key);
     out.byte(tagValue);
-    out.varint(valueSize);
+    const content = out.beginDelimited();
     writeValueFields(out, value);
+    out.endDelimited(content);
+    out.endDelimited(entry);
   }
 }
 
@@ -99,13 +49,13 @@ function writeValueFields(out: BinaryOut, value: JsonValue): void {
       return;
     case "string":
       out.byte(tagString);
-      out.string(value, utf8Length(value));
+      out.string(value);
       return;
     case "boolean":
       out.byte(tagBool);
       out.byte(value ? 1 : 0);
       return;
-    case "object":
+    case "object": {
       if (value === null) {
         out.byte(tagNull);
         out.byte(0);
@@ -113,18 +63,22 @@ function writeValueFields(out: BinaryOut, value: JsonValue): void {
       }
       if (Array.isArray(value)) {
         out.byte(tagList);
-        out.varint(out.nextSize());
+        const list = out.beginDelimited();
         for (const item of value) {
           out.byte(tagListItem);
-          out.varint(out.nextSize());
+          const itemContent = out.beginDelimited();
           writeValueFields(out, item);
+          out.endDelimited(itemContent);
         }
+        out.endDelimited(list);
         return;
       }
       out.byte(tagStruct);
-      out.varint(out.nextSize());
+      const struct = out.beginDelimited();
       writeStructFields(out, value);
+      out.endDelimited(struct);
       return;
+    }
     default:
       throw new TypeError(`a ${typeof value} is not a JSON value`);
   }
@@ -132,9 +86,7 @@ function writeValueFields(out: BinaryOut, value: JsonValue): void {
 
 /** A JSON object as the bytes of a `google.protobuf.Struct` message. */
 export function encodeStruct(object: JsonObject): Uint8Array {
-  const sizes: number[] = [];
-  const size = structSize(object, sizes);
-  const out = new BinaryOut(Buffer.allocUnsafe(size), sizes);
+  const out = new BinaryOut();
   writeStructFields(out, object);
-  return out.buffer;
+  return out.finish();
 }

@@ -3,6 +3,7 @@ import { StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { expect } from "chai";
 import { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ExecuteToolResponseSchema, RunToolResponseSchema } from "../../gen/toolruntime/v1/runner_pb.js";
+import { ListToolsResponseSchema } from "../../gen/toolruntime/v1/registry_pb.js";
 import { ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { preEncodedMessage, toBinaryFast } from "../../src/codec/fast-binary.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
@@ -86,6 +87,34 @@ describe("toBinaryFast()", () => {
     const expectedEvent = toBinary(RunEventSchema, create(RunEventSchema, event as never));
     expect(Buffer.from(toBinaryFast(RunEventSchema, event)).equals(Buffer.from(expectedEvent))).to.equal(true);
     expect(toBinaryFast(ExecuteToolResponseSchema, {})).to.have.length(0);
+  });
+
+  it("writes lengths of every size, and messages larger than its scratch space, as protobuf-es does", () => {
+    // Nested contents around each varint boundary of their length (127/128, 16383/16384…), and
+    // a whole message of several MiB: the one-byte length reserved for each gets moved up.
+    const lengths = [0, 1, 126, 127, 128, 129, 16_382, 16_383, 16_384, 16_385, 300_000, 2_097_152];
+    const nested: JsonObject = {};
+    for (const length of lengths) {
+      nested[`s${length}`] = "a".repeat(length);
+      nested[`o${length}`] = { inner: { text: "é".repeat(Math.floor(length / 2)), list: ["x".repeat(length)] } };
+    }
+    const expected = toBinary(StructSchema, fromJson(StructSchema, nested));
+    expect(expected.byteLength).to.be.greaterThan(4 * 1024 * 1024);
+    expect(Buffer.from(encodeStruct(nested)).equals(Buffer.from(expected))).to.equal(true);
+    const specs = Array.from({ length: 300 }, (_, i) =>
+      create(ToolSpecSchema, {
+        name: `bulk.tool_${i}`,
+        description: "d".repeat(i * 7),
+        inputSchema: { type: "object", properties: { ["p".repeat(i)]: { description: "q".repeat(i * 3) } } },
+      }),
+    );
+    const page = create(ListToolsResponseSchema, { tools: specs, nextPageToken: "t" });
+    const pageBytes = Buffer.from(toBinary(ListToolsResponseSchema, page));
+    expect(Buffer.from(toBinaryFast(ListToolsResponseSchema, page)).equals(pageBytes)).to.equal(true);
+    // The scratch space left behind by a large message does not leak into the next one.
+    const small = create(ExecuteToolResponseSchema, { executionId: "e-4" });
+    const smallBytes = Buffer.from(toBinary(ExecuteToolResponseSchema, small));
+    expect(Buffer.from(toBinaryFast(ExecuteToolResponseSchema, small)).equals(smallBytes)).to.equal(true);
   });
 
   it("refuses a value that is not JSON", () => {
