@@ -10,6 +10,7 @@ import { checkJsonObject, outputChunkLimits, type JsonLimits } from "../json/che
 import type { ProgressReport, RegisteredTool, ToolContext, ToolHandler } from "../registry/tool-definition.js";
 import { quote } from "../registry/names.js";
 import { DeclaredFailure } from "./declared-failure.js";
+import { isoTime } from "./iso-time.js";
 import { describeThrown, failed, succeeded } from "./run-outcome.js";
 
 /** How one execution is bounded and observed. */
@@ -97,14 +98,14 @@ export async function executeTool(
   options: ExecuteOptions,
 ): Promise<ToolResult> {
   const name = tool.spec.name;
-  const startedAt = new Date();
+  const startedAtMs = Date.now();
   // A traceparent reads "version-traceid-spanid-flags".
   const traceId = options.traceParent?.split("-")[1];
   // Built as one literal and then extended in place: spreads in the middle of a literal take
   // V8's slow generic path.
   const metadata = (durationMs: number): JsonObject => {
-    const startedAtText = startedAt.toISOString();
-    const finishedAtText = new Date(startedAt.getTime() + durationMs).toISOString();
+    const startedAtText = isoTime(startedAtMs);
+    const finishedAtText = isoTime(startedAtMs + durationMs);
     const facts: JsonObject = options.reserveRunFacts
       ? {
           execution_id: options.executionId,
@@ -187,7 +188,7 @@ export async function executeTool(
     },
     executionId: options.executionId,
     toolName: name,
-    deadline: new Date(startedAt.getTime() + options.timeoutMs),
+    deadline: new Date(startedAtMs + options.timeoutMs),
     reportProgress(report: ProgressReport): void {
       const fraction = report.fraction;
       if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {

@@ -187,7 +187,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const pacer = createCallPacer(3);
   const grpc = createGrpcServer(connection);
   const grpcServer = grpc.server;
-  const adapterOptions = { logger, shutdownSignal: shutdown.signal, limiter, pacer };
+  const adapterOptions = { logger, shutdownSignal: shutdown.signal, limiter, pacer, tls: tls !== undefined };
   addServiceToGrpcServer(grpcServer, RegistryService, registry, adapterOptions);
   addServiceToGrpcServer(grpcServer, RunnerService, runner, adapterOptions);
   addServiceToGrpcServer(grpcServer, ExecutionService, execution, adapterOptions);
