@@ -1,12 +1,13 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { performance } from "node:perf_hooks";
-import { collectDefaultMetrics, Gauge, Histogram, Registry, type LabelValues } from "prom-client";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { ExecutionObserver } from "../executions/execution-manager.js";
 import type { ToolRegistry } from "../registry/tool-registry.js";
 import type { RunObserver } from "../runner/run-observer.js";
 import type { CallObserver } from "../server/call-pipeline.js";
 import { TalliedCounter, type CounterSeries } from "./tallied-counter.js";
+import { TalliedHistogram, type HistogramSeries } from "./tallied-histogram.js";
 
 /** The server's Prometheus metrics and the observers that feed them. */
 export interface ServerMetrics {
@@ -65,7 +66,7 @@ export function createServerMetrics(
     labelNames: ["service", "method", "protocol", "code"],
     registers: [registry],
   });
-  const rpcDuration = new Histogram({
+  const rpcDuration = new TalliedHistogram({
     name: "toolruntime_rpc_duration_seconds",
     help: "RPC duration, from the call reaching the service to its last message, in seconds.",
     labelNames: ["service", "method", "protocol"],
@@ -78,7 +79,7 @@ export function createServerMetrics(
     labelNames: ["tool", "outcome"],
     registers: [registry],
   });
-  const executionDuration = new Histogram({
+  const executionDuration = new TalliedHistogram({
     name: "toolruntime_execution_duration_seconds",
     help: "Handler wall-clock time of tool executions, in seconds.",
     labelNames: ["tool"],
@@ -107,22 +108,26 @@ export function createServerMetrics(
       for (const toolRegistry of listRegistries()) this.set({ registry: toolRegistry.name }, toolRegistry.size);
     },
   });
-  // Each method's label sets are made once (prom-client copies, checks and hashes whatever
-  // label object it is given, so a fresh one per call cost as much as the rest of the metrics).
+  // Each method's series are resolved once (prom-client checks and hashes whatever label object
+  // it is given, so doing it per call cost as much as the rest of the metrics).
   const callSeries = new Map<string, CallSeries>();
   const seriesOf = (service: string, method: string, protocol: string): CallSeries => {
     const key = `${service}/${method}/${protocol}`;
     let series = callSeries.get(key);
     if (!series) {
       const labels = { service, method, protocol };
-      series = { labels, byCode: new Map(), count: (code) => requests.series({ ...labels, code: codeName(code) }) };
+      series = {
+        duration: rpcDuration.series(labels),
+        byCode: new Map(),
+        count: (code) => requests.series({ ...labels, code: codeName(code) }),
+      };
       callSeries.set(key, series);
     }
     return series;
   };
   const methodSeries = new WeakMap<DescMethod, Map<string, CallSeries>>();
   const end = (series: CallSeries, started: number, code: number): void => {
-    rpcDuration.observe(series.labels, (performance.now() - started) / 1000);
+    series.duration.observe((performance.now() - started) / 1000);
     let counted = series.byCode.get(code);
     if (!counted) {
       counted = series.count(code);
@@ -131,6 +136,7 @@ export function createServerMetrics(
     counted.inc();
   };
   const outcomes = new Map<string, CounterSeries>();
+  const toolDurations = new Map<string, HistogramSeries>();
   return {
     registry,
     callObserver: (method, context) => {
@@ -151,7 +157,10 @@ export function createServerMetrics(
       onRunStart: () => inFlight.inc(),
       onRunEnd: (info, result) => {
         inFlight.dec();
-        executionDuration.observe({ tool: info.spec.name }, result.durationMs / 1000);
+        const tool = info.spec.name;
+        let series = toolDurations.get(tool);
+        if (!series) toolDurations.set(tool, (series = executionDuration.series({ tool })));
+        series.observe(result.durationMs / 1000);
       },
     },
     executionObserver: {
@@ -166,9 +175,9 @@ export function createServerMetrics(
   };
 }
 
-/** The label sets of one method on one protocol, and its request series by status code. */
+/** The series of one method on one protocol: its duration, and its request counts by status code. */
 interface CallSeries {
-  readonly labels: LabelValues<"service" | "method" | "protocol">;
+  readonly duration: HistogramSeries;
   readonly byCode: Map<number, CounterSeries>;
   readonly count: (code: number) => CounterSeries;
 }
