@@ -1,4 +1,12 @@
-import { create, ScalarType, toBinary, type DescField, type DescMessage, type JsonObject } from "@bufbuild/protobuf";
+import {
+  create,
+  ScalarType,
+  toBinary,
+  type DescField,
+  type DescMessage,
+  type DescOneof,
+  type JsonObject,
+} from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { BinaryOut, tagBytes, wireInt64, type Int64Value } from "./binary-out.js";
@@ -128,8 +136,33 @@ function compileMessage(schema: DescMessage): MessageCodec {
   // Registered before its fields compile, so that a recursive type finds itself.
   codecs.set(schema, codec);
   // protobuf-es writes fields in the order of their numbers.
-  for (const field of [...schema.fields].sort((a, b) => a.number - b.number)) fields.push(compileField(field));
+  const ordered = [...schema.fields].sort((a, b) => a.number - b.number);
+  for (let i = 0; i < ordered.length;) {
+    const field = ordered[i] as DescField;
+    const oneof = field.oneof;
+    // A oneof whose cases are numbered together is written by one codec that goes straight to its
+    // case, rather than by one per case that each look whether theirs is set (RunEvent has 17).
+    if (oneof && oneof.fields.length > 1 && ordered.slice(i, i + oneof.fields.length).every((f) => f.oneof === oneof)) {
+      fields.push(oneofField(oneof));
+      i += oneof.fields.length;
+    } else {
+      fields.push(compileField(field));
+      i += 1;
+    }
+  }
   return codec;
+}
+
+/** A oneof: the codec of the case it holds, if any. */
+function oneofField(oneof: DescOneof): FieldCodec {
+  const name = oneof.localName;
+  const byCase = new Map(oneof.fields.map((field) => [field.localName, compileField(field)]));
+  return {
+    write(message, out) {
+      const selected = (message[name] as { case?: string } | undefined)?.case;
+      if (selected !== undefined) byCase.get(selected)?.write(message, out);
+    },
+  };
 }
 
 interface UnknownField {

@@ -14,7 +14,6 @@ import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import { sendPaced, type CallPacer } from "./call-pacer.js";
-import { eventResponseEncoder, type ResponseEncoder } from "./event-response-encoding.js";
 import { toBinaryFast } from "../codec/fast-binary.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
@@ -103,9 +102,7 @@ export function addServiceToGrpcServer<S extends DescService>(
     if (!impl) continue;
     const path = `/${service.typeName}/${method.name}`;
     const bidi = method.methodKind === "bidi_streaming";
-    // Streams of run events have their own encoder (see event-response-encoding.ts).
-    const encodeGeneric: ResponseEncoder = (message) => encode(method.output, message);
-    const encodeStreamed = eventResponseEncoder(method.output, encodeGeneric) ?? encodeGeneric;
+    const encodeResponse = (message: unknown): Buffer => encode(method.output, message);
     const streaming = method.methodKind === "server_streaming" || bidi;
     definition[method.name] = {
       path,
@@ -156,7 +153,7 @@ export function addServiceToGrpcServer<S extends DescService>(
             const serving = serveStream(
               call,
               method,
-              encodeStreamed,
+              encodeResponse,
               impl as StreamingMethod,
               callContext,
               options,
@@ -206,7 +203,7 @@ async function serveUnary(
 async function serveStream(
   call: StreamingCall,
   method: DescMethod,
-  encodeResponse: ResponseEncoder,
+  encodeResponse: (response: unknown) => Buffer,
   impl: StreamingMethod,
   context: HandlerContext,
   options: GrpcAdapterOptions,
