@@ -11,6 +11,7 @@ import type { CheckpointHooks } from "../registry/tool-definition.js";
 import { failed } from "../runner/run-outcome.js";
 import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import type { ExecutionRecord } from "./execution-record.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 import { retryDelayMs, type ResolvedRetryPolicy } from "./retry-policy.js";
 import { stoppedOutcome } from "./stopped-outcome.js";
 
@@ -56,8 +57,88 @@ export interface AttemptLoopOptions {
  * (its promise settled), or at most `stopGraceMs`. Past that, the rollback is reported as not
  * guaranteed (`rolled_back: false`, `handler_stopped: false`) and no further attempt starts: the run
  * fails with a HandlerNotStoppedError instead.
+ *
+ * A run without checkpoints whose first attempt goes straight to its handler, and whose handler
+ * returns a value, gets its result at once (no promise) when that attempt is its last.
  */
-export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResult> {
+export function runAttempts(options: AttemptLoopOptions): MaybePromise<ToolResult> {
+  const hooks = options.prepared.tool.spec.capabilities?.checkpointable ? options.prepared.tool.hooks : undefined;
+  if (hooks || options.beforeHandler) return attemptLoop(options);
+  const { record } = options;
+  const attempt = options.firstAttempt ?? 1;
+  record.attempts = attempt;
+  record.append({ case: "executionStarted", value: { timeoutMs: options.prepared.timeoutMs, attempt } });
+  const handler: HandlerSettling = {};
+  const running = runAttempt(options, attempt, handler);
+  const afterwards = (result: ToolResult): MaybePromise<ToolResult> => {
+    attemptFinished(record, attempt, result);
+    if (isRetrying(options, attempt, result)) return attemptLoop(options, { attempt, result, handler });
+    // The last attempt, without checkpoints: the facts the loop would add (see addFacts there).
+    const metadata = (result.metadata ??= {});
+    metadata["attempts"] = record.attempts;
+    if (options.prepared.tool.spec.capabilities?.checkpointable) metadata["checkpoint"] = { supported: false };
+    return result;
+  };
+  return running instanceof Promise ? running.then(afterwards) : afterwards(running);
+}
+
+/** An attempt that ran already: the loop goes on from its result. */
+interface RanAttempt {
+  readonly attempt: number;
+  readonly result: ToolResult;
+  readonly handler: HandlerSettling;
+}
+
+/** Set by the runner once the handler was called (a closure, so an object rather than a variable). */
+interface HandlerSettling {
+  settled?: Promise<void>;
+}
+
+/** Whether another attempt follows `result` (before waiting for its handler to stop). */
+function isRetrying(options: AttemptLoopOptions, attempt: number, result: ToolResult): boolean {
+  const maxAttempts = Math.max(options.retry.maxAttempts, options.firstAttempt ?? 1);
+  return (
+    !result.success &&
+    !options.record.cancellation.aborted &&
+    attempt < maxAttempts &&
+    !options.retry.nonRetryable.has(result.error?.errorType ?? "")
+  );
+}
+
+/** Calls the handler for one attempt, through the runner. */
+function runAttempt(options: AttemptLoopOptions, attempt: number, handler: HandlerSettling): MaybePromise<ToolResult> {
+  const { record } = options;
+  return options.runner.runNow(options.prepared, options.inputs, {
+    executionId: record.id,
+    signal: record.cancellation,
+    caller: options.caller,
+    traceParent: options.traceParent,
+    heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+    onProgress: (report) => record.append({ case: "progress", value: report }),
+    onLog: (level, message) => record.append({ case: "log", value: { level, message } }),
+    onOutput: (chunk) => record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } }),
+    onHandlerCalled: (settled) => {
+      handler.settled = settled;
+    },
+    extraMetadata: { attempt },
+    reserveRunFacts: true,
+  });
+}
+
+function attemptFinished(record: ExecutionRecord, attempt: number, result: ToolResult): void {
+  record.append({
+    case: "executionFinished",
+    value: {
+      success: result.success,
+      durationMs: result.durationMs,
+      attempt,
+      ...(result.error ? { error: result.error } : {}),
+    },
+  });
+}
+
+/** The attempts one after another; `ran` is a first attempt made already (see runAttempts). */
+async function attemptLoop(options: AttemptLoopOptions, ran?: RanAttempt): Promise<ToolResult> {
   const { record, prepared, retry } = options;
   const spec = prepared.tool.spec;
   const name = spec.name;
@@ -79,68 +160,51 @@ export async function runAttempts(options: AttemptLoopOptions): Promise<ToolResu
   const firstAttempt = options.firstAttempt ?? 1;
   // A run taken over from a lost replica gets its one new attempt whatever its policy says.
   const maxAttempts = Math.max(retry.maxAttempts, firstAttempt);
-  for (let attempt = firstAttempt; attempt <= maxAttempts; attempt++) {
-    record.attempts = attempt;
+  for (let attempt = ran?.attempt ?? firstAttempt; attempt <= maxAttempts; attempt++) {
     let checkpoint: { value: unknown } | undefined;
-    if (hooks) {
-      try {
-        checkpoint = { value: await hooks.checkpoint(inputs, { executionId: record.id, signal: signal.signal }) };
-        record.append({ case: "checkpointTaken", value: { attempt } });
-        checkpointFacts["taken"] = true;
-      } catch (error) {
-        result = failed(
-          name,
-          ErrorType.Handler,
-          `checkpoint of ${quote(name)} failed, so the run did not start: ${String(error)}`,
-          0,
-          {},
-        );
-        break;
+    let handler: HandlerSettling = {};
+    if (ran && attempt === ran.attempt) {
+      // Made already, without a checkpoint (see runAttempts): the loop goes on from its result.
+      result = ran.result;
+      handler = ran.handler;
+    } else {
+      record.attempts = attempt;
+      if (hooks) {
+        try {
+          checkpoint = { value: await hooks.checkpoint(inputs, { executionId: record.id, signal: signal.signal }) };
+          record.append({ case: "checkpointTaken", value: { attempt } });
+          checkpointFacts["taken"] = true;
+        } catch (error) {
+          result = failed(
+            name,
+            ErrorType.Handler,
+            `checkpoint of ${quote(name)} failed, so the run did not start: ${String(error)}`,
+            0,
+            {},
+          );
+          break;
+        }
       }
-    }
-    record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
-    if (options.beforeHandler) {
-      try {
-        await options.beforeHandler();
-      } catch (error) {
-        result = failed(
-          name,
-          ErrorType.Unavailable,
-          `attempt ${attempt} of ${quote(name)} did not start: ${error instanceof Error ? error.message : String(error)}`,
-          0,
-          {},
-        );
-        break;
+      record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
+      if (options.beforeHandler) {
+        try {
+          await options.beforeHandler();
+        } catch (error) {
+          result = failed(
+            name,
+            ErrorType.Unavailable,
+            `attempt ${attempt} of ${quote(name)} did not start: ${error instanceof Error ? error.message : String(error)}`,
+            0,
+            {},
+          );
+          break;
+        }
       }
+      result = await runAttempt(options, attempt, handler);
+      attemptFinished(record, attempt, result);
     }
-    // Set by the runner once the handler was called (a closure, so an object rather than a variable).
-    const handler: { settled?: Promise<void> } = {};
-    result = await options.runner.run(prepared, options.inputs, {
-      executionId: record.id,
-      signal,
-      caller: options.caller,
-      traceParent: options.traceParent,
-      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
-      onProgress: (report) => record.append({ case: "progress", value: report }),
-      onLog: (level, message) => record.append({ case: "log", value: { level, message } }),
-      onOutput: (chunk) => record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } }),
-      onHandlerCalled: (settled) => {
-        handler.settled = settled;
-      },
-      extraMetadata: { attempt },
-      reserveRunFacts: true,
-    });
-    record.append({
-      case: "executionFinished",
-      value: {
-        success: result.success,
-        durationMs: result.durationMs,
-        attempt,
-        ...(result.error ? { error: result.error } : {}),
-      },
-    });
     const errorType = result.error?.errorType ?? "";
-    const retrying = !result.success && !signal.aborted && attempt < maxAttempts && !retry.nonRetryable.has(errorType);
+    const retrying = isRetrying(options, attempt, result);
     const rollingBack = !result.success && checkpoint !== undefined;
 
     let stopped = true;

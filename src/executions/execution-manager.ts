@@ -76,6 +76,14 @@ export interface StartRequest {
   /** Identity that starts the run. */
   readonly caller: string;
   readonly traceParent?: string | undefined;
+  /**
+   * Whether the caller waits for the run's result (ExecuteTool, RunTool, an MCP tools/call): a run
+   * whose handler returns a value then ends inside {@link ExecutionManager.start}, with no promise
+   * between the handler and the result. Otherwise (StartExecution) it ends a turn of the microtask
+   * queue later, so that the caller has the record as it started (QUEUED, AWAITING_APPROVAL or
+   * RUNNING), as StartExecution promises.
+   */
+  readonly awaitsResult?: boolean | undefined;
 }
 
 /** A started run, or the earlier run its idempotency key named. */
@@ -492,7 +500,8 @@ export class ExecutionManager {
       }
       record.setState(ExecutionState.RUNNING);
 
-      const result = await runAttempts({
+      // A handler that returned a value ends the run here, synchronously (see runAttempts).
+      const attempted = runAttempts({
         record,
         runner: request.runner,
         prepared,
@@ -507,7 +516,11 @@ export class ExecutionManager {
         firstAttempt: resume?.firstAttempt,
         beforeHandler: this.beforeHandler(record),
       });
-      this.#finish(record, request, result);
+      this.#finish(
+        record,
+        request,
+        attempted instanceof Promise || !request.awaitsResult ? await attempted : attempted,
+      );
     } finally {
       heartbeat.cancel();
       ticket?.release();

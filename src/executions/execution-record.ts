@@ -81,6 +81,8 @@ export class ExecutionRecord {
   #settle: (result: ToolResult) => void = () => undefined;
   readonly #answered: Promise<ToolResult>;
   #answer: (result: ToolResult) => void = () => undefined;
+  /** What {@link answered} resolved with, kept so that a caller can have it without waiting. */
+  #answeredWith: ToolResult | undefined;
   /** For a mirror of a run another replica owns: the record as the store last had it. */
   #stored: Execution | undefined;
   /** Resolves once every change so far is in a shared store (see {@link persistWith}). */
@@ -161,7 +163,14 @@ export class ExecutionRecord {
    * The first answer wins; {@link finish} answers too.
    */
   answer(result: ToolResult): void {
+    if (this.#answeredWith) return;
+    this.#answeredWith = result;
     this.#answer(result);
+  }
+
+  /** The result {@link answered} resolved with, once there is one; undefined before. */
+  get answeredWith(): ToolResult | undefined {
+    return this.#answeredWith;
   }
 
   /** The events so far, in order (event n has sequence n). */
@@ -200,6 +209,11 @@ export class ExecutionRecord {
   persistWith(flush: () => Promise<void>, onChange: () => void): void {
     this.#durable = flush;
     this.onChange = onChange;
+  }
+
+  /** Whether a shared store persists this record's changes ({@link durable} then waits for them). */
+  get persisted(): boolean {
+    return this.#durable !== undefined;
   }
 
   /** Resolves once every change so far is durable (at once without a shared store). */
@@ -243,7 +257,7 @@ export class ExecutionRecord {
       this.result = stored.result;
       this.#finishedAtMs = stored.finishedAt ? timestampDate(stored.finishedAt).getTime() : Date.now();
       this.#settle(stored.result);
-      this.#answer(stored.result);
+      this.answer(stored.result);
     }
     this.#wake();
   }
@@ -290,7 +304,7 @@ export class ExecutionRecord {
         ? ExecutionState.CANCELLED
         : ExecutionState.FAILED;
     this.#settle(result);
-    this.#answer(result);
+    this.answer(result);
     this.#wake();
     this.onChange?.();
   }

@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { performance } from "node:perf_hooks";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { Cancellation, cancellationOfSignal, type CancellationView } from "../async/cancellation.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
@@ -85,18 +86,19 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 const maxLogMessageLength = 4096;
 
 /**
- * Runs a tool's handler once and returns its ToolResult. Never throws and never rejects: invalid
+ * Runs a tool's handler once and returns its ToolResult: at once when the handler returns a value
+ * or throws, as a promise when it returns one. Never throws and never rejects: invalid
  * inputs, a throwing or rejecting handler (with any value), a timeout, a cancellation, and output
  * that is not a JSON object matching the output schema each give `success=false` with a precise
  * error. A handler that ignores its signal cannot extend the run: the runner stops waiting at the
  * timeout and discards whatever the handler produces later.
  */
-export async function executeTool(
+export function executeTool(
   tool: RegisteredTool,
   handler: ToolHandler,
   inputs: unknown,
   options: ExecuteOptions,
-): Promise<ToolResult> {
+): MaybePromise<ToolResult> {
   const name = tool.spec.name;
   const startedAtMs = Date.now();
   // A traceparent reads "version-traceid-spanid-flags".
@@ -215,12 +217,12 @@ export async function executeTool(
 
   options.onStart?.();
   const began = performance.now();
-  let outcome: HandlerOutcome;
+  let settling: HandlerOutcome | Promise<HandlerOutcome>;
   try {
     const returned = handler(inputCheck.value, context);
     if (!isThenable(returned)) {
       options.onHandlerCalled?.(settledAlready);
-      outcome = abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned };
+      settling = abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned };
     } else {
       const pending = Promise.resolve(returned).then(
         (value): HandlerOutcome => ({ kind: "returned", value }),
@@ -231,109 +233,117 @@ export async function executeTool(
         settleAbort = resolve;
         if (abortReason) resolve({ kind: "aborted", reason: abortReason });
       });
-      outcome = await Promise.race([pending, aborted]);
+      settling = Promise.race([pending, aborted]);
     }
   } catch (error) {
     // The handler threw synchronously.
-    outcome = { kind: "threw", error };
-  } finally {
+    settling = { kind: "threw", error };
+  }
+  // A handler that returned a value (or threw) ends the run now: no promise, no turn of the
+  // microtask queue between the handler and whoever waits for the result.
+  return settling instanceof Promise ? settling.then(conclude) : conclude(settling);
+
+  function conclude(outcome: HandlerOutcome): ToolResult {
     running = false;
     timer.cancel();
     heartbeatTimer?.cancel();
     stopListening?.();
+    const durationMs = performance.now() - began;
+    // Let a handler that is still running learn that nobody waits for it any more.
+    handlerCancellation.abort(runFinished);
+    return resultOf(outcome, durationMs);
   }
-  const durationMs = performance.now() - began;
-  // Let a handler that is still running learn that nobody waits for it any more.
-  handlerCancellation.abort(runFinished);
 
-  switch (outcome.kind) {
-    case "aborted":
-      switch (outcome.reason) {
-        case "timeout":
+  function resultOf(outcome: HandlerOutcome, durationMs: number): ToolResult {
+    switch (outcome.kind) {
+      case "aborted":
+        switch (outcome.reason) {
+          case "timeout":
+            return failed(
+              name,
+              ErrorType.Timeout,
+              `run of ${quote(name)} timed out after ${options.timeoutMs} ms`,
+              durationMs,
+              metadata(durationMs),
+            );
+          case "deadline":
+            return failed(
+              name,
+              ErrorType.Timeout,
+              `run of ${quote(name)} timed out: ${cancelReason}`,
+              durationMs,
+              metadata(durationMs),
+            );
+          case "heartbeat":
+            return failed(
+              name,
+              ErrorType.HeartbeatTimeout,
+              `handler of ${quote(name)} reported no progress for ${heartbeatMs} ms, its heartbeat timeout`,
+              durationMs,
+              metadata(durationMs),
+            );
+          case "cancelled":
+            return failed(
+              name,
+              ErrorType.Cancelled,
+              `run of ${quote(name)} was cancelled: ${cancelReason}`,
+              durationMs,
+              metadata(durationMs),
+            );
+        }
+        break;
+      case "threw":
+        if (outcome.error instanceof DeclaredFailure) {
+          const output = outcome.error.errorType === ErrorType.OutputValidation;
           return failed(
             name,
-            ErrorType.Timeout,
-            `run of ${quote(name)} timed out after ${options.timeoutMs} ms`,
+            outcome.error.errorType,
+            `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${outcome.error.details}`,
             durationMs,
             metadata(durationMs),
           );
-        case "deadline":
+        }
+        if (outcome.error instanceof Error && outcome.error.name === "ProviderError") {
           return failed(
             name,
-            ErrorType.Timeout,
-            `run of ${quote(name)} timed out: ${cancelReason}`,
+            ErrorType.Provider,
+            `provider of ${quote(name)} failed: ${outcome.error.message}`,
             durationMs,
             metadata(durationMs),
           );
-        case "heartbeat":
+        }
+        return failed(
+          name,
+          ErrorType.Handler,
+          `handler of ${quote(name)} failed: ${describeThrown(outcome.error)}`,
+          durationMs,
+          metadata(durationMs),
+        );
+      case "returned": {
+        const outputCheck = checkJsonObject(outcome.value, "output", options.jsonLimits);
+        if (!outputCheck.ok) {
           return failed(
             name,
-            ErrorType.HeartbeatTimeout,
-            `handler of ${quote(name)} reported no progress for ${heartbeatMs} ms, its heartbeat timeout`,
+            ErrorType.OutputValidation,
+            `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`,
             durationMs,
             metadata(durationMs),
           );
-        case "cancelled":
+        }
+        const problems = tool.checkOutput?.(outputCheck.value) ?? [];
+        if (problems.length > 0) {
           return failed(
             name,
-            ErrorType.Cancelled,
-            `run of ${quote(name)} was cancelled: ${cancelReason}`,
+            ErrorType.OutputValidation,
+            `output of ${quote(name)} does not match its output schema: ${problems.join("; ")}`,
             durationMs,
             metadata(durationMs),
           );
+        }
+        const facts = metadata(durationMs);
+        facts["output_bytes"] = outputCheck.bytes;
+        return succeeded(outputCheck.value, durationMs, facts);
       }
-      break;
-    case "threw":
-      if (outcome.error instanceof DeclaredFailure) {
-        const output = outcome.error.errorType === ErrorType.OutputValidation;
-        return failed(
-          name,
-          outcome.error.errorType,
-          `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${outcome.error.details}`,
-          durationMs,
-          metadata(durationMs),
-        );
-      }
-      if (outcome.error instanceof Error && outcome.error.name === "ProviderError") {
-        return failed(
-          name,
-          ErrorType.Provider,
-          `provider of ${quote(name)} failed: ${outcome.error.message}`,
-          durationMs,
-          metadata(durationMs),
-        );
-      }
-      return failed(
-        name,
-        ErrorType.Handler,
-        `handler of ${quote(name)} failed: ${describeThrown(outcome.error)}`,
-        durationMs,
-        metadata(durationMs),
-      );
-    case "returned": {
-      const outputCheck = checkJsonObject(outcome.value, "output", options.jsonLimits);
-      if (!outputCheck.ok) {
-        return failed(
-          name,
-          ErrorType.OutputValidation,
-          `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`,
-          durationMs,
-          metadata(durationMs),
-        );
-      }
-      const problems = tool.checkOutput?.(outputCheck.value) ?? [];
-      if (problems.length > 0) {
-        return failed(
-          name,
-          ErrorType.OutputValidation,
-          `output of ${quote(name)} does not match its output schema: ${problems.join("; ")}`,
-          durationMs,
-          metadata(durationMs),
-        );
-      }
-      const facts = metadata(durationMs);
-      facts["output_bytes"] = outputCheck.bytes;
-      return succeeded(outputCheck.value, durationMs, facts);
     }
   }
 }

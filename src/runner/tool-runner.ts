@@ -9,6 +9,7 @@ import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/to
 import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-registry.js";
 import { checkDurationMs } from "../registry/check-duration.js";
 import { toolNotFound } from "../registry/tool-not-found.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 import { executeTool } from "./execute-tool.js";
 import type { RunInfo, RunObserver } from "./run-observer.js";
 
@@ -188,6 +189,18 @@ export class ToolRunner {
     inputs: unknown,
     options: ExecuteCallOptions & { executionId: string },
   ): Promise<ToolResult> {
+    return this.runNow(prepared, inputs, options);
+  }
+
+  /**
+   * {@link run}, with the result at once when the handler returns a value (see executeTool): the
+   * attempt loop takes it so, and a run of such a handler ends without a turn of the microtask queue.
+   */
+  runNow(
+    prepared: PreparedRun,
+    inputs: unknown,
+    options: ExecuteCallOptions & { executionId: string },
+  ): MaybePromise<ToolResult> {
     const info: RunInfo = {
       executionId: options.executionId,
       spec: prepared.tool.spec,
@@ -197,7 +210,7 @@ export class ToolRunner {
       traceParent: options.traceParent,
     };
     for (const observer of this.#observers) observer.onRunStart?.(info);
-    const result = await executeTool(prepared.tool, prepared.handler, inputs, {
+    const result = executeTool(prepared.tool, prepared.handler, inputs, {
       executionId: options.executionId,
       runnerName: this.name,
       timeoutMs: prepared.timeoutMs,
@@ -213,6 +226,10 @@ export class ToolRunner {
       extraMetadata: options.extraMetadata,
       reserveRunFacts: options.reserveRunFacts,
     });
+    return result instanceof Promise ? result.then((ended) => this.#ended(info, ended)) : this.#ended(info, result);
+  }
+
+  #ended(info: RunInfo, result: ToolResult): ToolResult {
     for (const observer of this.#observers) observer.onRunEnd?.(info, result);
     return result;
   }

@@ -6,6 +6,7 @@ import { abortReasonText } from "../errors/abort-reason.js";
 import { DeadlineExceededError } from "../errors/deadline-exceeded.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import type { ExecutionManager } from "../executions/execution-manager.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
 import type { ExecutionRecord } from "../executions/execution-record.js";
 import { quote } from "../registry/names.js";
 import { callCancellation } from "./call-context.js";
@@ -94,11 +95,21 @@ export function cancelInBackground(executions: ExecutionManager, id: string, rea
  * that attached to another's run stops waiting when it goes away. Throws DEADLINE_EXCEEDED when
  * the call's deadline passed, UNAVAILABLE on shutdown for a run this call does not own.
  */
-export async function awaitForCall(
+export function awaitForCall(
   record: ExecutionRecord,
   context: HandlerContext,
   owned: boolean,
-): Promise<ToolResult> {
+): MaybePromise<ToolResult> {
+  // A run that ended already (its handler returned a value) is answered at once, in memory.
+  const answer = record.answeredWith;
+  if (owned && answer && !record.persisted) {
+    if (endedByDeadline(context, answer)) throw deadlineExceeded(record, true);
+    return answer;
+  }
+  return waitForCall(record, context, owned);
+}
+
+async function waitForCall(record: ExecutionRecord, context: HandlerContext, owned: boolean): Promise<ToolResult> {
   // Answered on time even when the run still waits for its handler to stop and rolls back.
   if (owned) {
     const result = await record.answered;

@@ -60,7 +60,7 @@ export function createExecutionService(
       if (runners.registry.get(request.toolName)?.spec.capabilities?.unsafe) {
         ensureAllowed(caller, "execute_unsafe", request.toolName);
       }
-      const { record, deduplicated } = await executions.startRun({
+      const starting = executions.startRun({
         runner: runners.createPrivate(),
         requireActive: false,
         toolName: request.toolName,
@@ -70,6 +70,9 @@ export function createExecutionService(
         caller: caller.name,
         traceParent: context.values.get(traceParentKey),
       });
+      // In memory the record is read as soon as start returns: the run cannot have ended by then
+      // (see StartRequest.awaitsResult), so the response shows it as it started.
+      const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
       return { execution: record.toProto(), deduplicated };
     },
 

@@ -61,23 +61,28 @@ export function createRunnerService(
     },
 
     async executeTool(request, context) {
-      await syncTools();
+      // Nothing is awaited that is there already: in memory a run of a handler that returns a
+      // value is over when startRun returns, and its result is had without a promise.
+      if (store.shared) await syncTools();
       authorizeExecution(request.toolName, context);
       if (store.shared) await activations.sync(request.runner, request.toolName);
-      const { record, deduplicated } = await executions.startRun({
+      const starting = executions.startRun({
         runner: runners.get(request.runner),
         requireActive: true,
+        awaitsResult: true,
         toolName: request.toolName,
         inputs: request.inputs ?? {},
         timeoutMs: request.timeoutMs,
         options: request.options,
         ...callFacts(context),
       });
+      const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
       // A run this call created ends with the call; one it attached to (same idempotency key)
       // belongs to the call that created it and goes on.
       const unbind = deduplicated ? undefined : bindRunToCall(executions, record, context);
       try {
-        return { executionId: record.id, result: await awaitForCall(record, context, !deduplicated) };
+        const answered = awaitForCall(record, context, !deduplicated);
+        return { executionId: record.id, result: answered instanceof Promise ? await answered : answered };
       } finally {
         unbind?.();
       }
@@ -92,14 +97,15 @@ export function createRunnerService(
     // Batched (see message-batches.ts): the events a run records in one turn go out together.
     runTool(request, context) {
       return batchedStream(async function* () {
-        await syncTools();
+        if (store.shared) await syncTools();
         authorizeExecution(request.toolName, context);
         // A detached run outlives this call, so the call's deadline does not bound it.
         const detach = request.options?.detachOnDisconnect ?? false;
         const facts = callFacts(context);
-        const { record, deduplicated } = await executions.startRun({
+        const starting = executions.startRun({
           runner: runners.createPrivate(),
           requireActive: false,
+          awaitsResult: true,
           toolName: request.toolName,
           inputs: request.inputs ?? {},
           timeoutMs: request.timeoutMs,
@@ -107,6 +113,7 @@ export function createRunnerService(
           ...facts,
           deadlineMs: detach ? undefined : facts.deadlineMs,
         });
+        const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
         // When the call ends early (the client left, its deadline passed, or the server shuts down),
         // a run this call created is cancelled (a deadline ends it as a TimeoutError) and the stream
         // still delivers its last events to whoever is there. A detached run, or an earlier run this

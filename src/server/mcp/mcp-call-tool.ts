@@ -41,6 +41,7 @@ export async function callMcpTool(
   const { record, deduplicated } = await executions.startRun({
     runner: runners.createPrivate(),
     requireActive: false,
+    awaitsResult: true,
     toolName: name,
     inputs: call.arguments ?? {},
     timeoutMs: readTimeoutMs(meta[mcpMeta.timeoutMs], name),
