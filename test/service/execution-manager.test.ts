@@ -235,6 +235,73 @@ describe("ExecutionManager races", () => {
   });
 });
 
+describe("ExecutionManager: runs of handlers that return a value", () => {
+  const startWith = (runtime: ToolRuntime, toolName: string, awaitsResult: boolean, retries = 0) =>
+    runtime.executions.start({
+      runner: runtime.runners.createPrivate(),
+      requireActive: false,
+      awaitsResult,
+      toolName,
+      inputs: {},
+      timeoutMs: 0,
+      options: create(ExecutionOptionsSchema, retries > 0 ? { retryPolicy: { maxAttempts: retries + 1 } } : {}),
+      caller: "tester",
+    }).record;
+
+  it("end inside start for a caller that waits for the result, with every event and fact", () => {
+    const { runtime, close } = harness([defineTool({ name: "sync.answer", handler: () => ({ answer: 42 }) })]);
+    const record = startWith(runtime, "sync.answer", true);
+    expect(record.isLive).to.equal(false);
+    expect(record.answeredWith).to.equal(record.result);
+    expect(record.result?.output).to.deep.equal({ answer: 42 });
+    expect(record.result?.metadata?.["attempts"]).to.equal(1);
+    expect(record.events.map((event) => event.event.case)).to.deep.equal([
+      "discovered",
+      "activated",
+      "executionStarted",
+      "executionFinished",
+      "deactivated",
+      "completed",
+    ]);
+    close();
+  });
+
+  it("end after start returns for a caller that does not wait (StartExecution answers the run as it started)", async () => {
+    const { runtime, close } = harness([defineTool({ name: "sync.answer", handler: () => ({ answer: 42 }) })]);
+    const record = startWith(runtime, "sync.answer", false);
+    expect(record.isLive).to.equal(true);
+    expect(record.toProto().state).to.equal(ExecutionState.RUNNING);
+    const result = await record.done;
+    expect(result.output).to.deep.equal({ answer: 42 });
+    expect(record.state).to.equal(ExecutionState.SUCCEEDED);
+    close();
+  });
+
+  it("go on to a retry, through the attempt loop, when a first attempt that failed at once allows one", async () => {
+    let calls = 0;
+    const flaky = defineTool({
+      name: "sync.flaky",
+      capabilities: { idempotent: true },
+      handler: () => {
+        calls += 1;
+        if (calls === 1) throw new Error("first attempt fails");
+        return { calls };
+      },
+    });
+    const { runtime, close } = harness([flaky]);
+    const record = startWith(runtime, "sync.flaky", true, 1);
+    const result = await record.done;
+    expect(result.success).to.equal(true);
+    expect(result.output).to.deep.equal({ calls: 2 });
+    expect(result.metadata?.["attempts"]).to.equal(2);
+    const cases = record.events.map((event) => event.event.case);
+    expect(cases.filter((kind) => kind === "executionStarted")).to.have.length(2);
+    expect(cases).to.include("retryScheduled");
+    expect(cases.at(-1)).to.equal("completed");
+    close();
+  });
+});
+
 describe("ExecutionManager under load", () => {
   it("completes 2,000 concurrent runs under a limit of 50, none lost or duplicated, the queue within bound", async () => {
     let running = 0;
