@@ -1,14 +1,17 @@
 /** The largest time a Date holds, in ms either side of 1970. */
 const maxTime = 8.64e15;
 
-/** The second whose text {@link isoTime} holds, and that text up to the milliseconds. */
+/** The second whose text {@link isoTime} holds, and that text as bytes ("…T10:00:00.000Z"). */
 let cachedSecond = Number.NaN;
-let cachedPrefix = "";
+const text = Buffer.alloc(32);
+let textLength = 0;
 
 /**
  * `new Date(ms).toISOString()`, cheaper: every result's metadata records when its run started and
  * finished, and `toISOString` costs about a microsecond a call. Times within the same second share
- * the text up to the seconds ("2026-12-03T10:00:00."), so only the milliseconds are formatted.
+ * the text up to the milliseconds, kept as bytes; only the three digits of the milliseconds are
+ * written, and the string is read off the bytes in one piece (joining strings instead gives a
+ * tree of string nodes that a retained result would hold: about 200 bytes more per time).
  * Throws the same RangeError for a time that is not valid.
  */
 export function isoTime(ms: number): string {
@@ -18,11 +21,14 @@ export function isoTime(ms: number): string {
   if (!(whole >= -maxTime && whole <= maxTime)) return new Date(ms).toISOString();
   const second = Math.floor(whole / 1000);
   if (second !== cachedSecond) {
-    const text = new Date(second * 1000).toISOString();
-    // Drops "000Z": the text always ends with the milliseconds and the zone.
-    cachedPrefix = text.slice(0, -4);
+    textLength = text.write(new Date(second * 1000).toISOString(), "latin1");
     cachedSecond = second;
   }
   const millis = whole - second * 1000;
-  return `${cachedPrefix}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`;
+  // The text ends with the milliseconds and "Z".
+  const at = textLength - 4;
+  text[at] = 48 + Math.floor(millis / 100);
+  text[at + 1] = 48 + (Math.floor(millis / 10) % 10);
+  text[at + 2] = 48 + (millis % 10);
+  return text.toString("latin1", 0, textLength);
 }
