@@ -8,9 +8,10 @@ import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { checkJsonObject, outputChunkLimits, type JsonLimits } from "../json/check-json.js";
-import type { ProgressReport, RegisteredTool, ToolContext, ToolHandler } from "../registry/tool-definition.js";
+import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/tool-definition.js";
 import { quote } from "../registry/names.js";
 import { DeclaredFailure } from "./declared-failure.js";
+import { HandlerContext } from "./handler-context.js";
 import { isoTime } from "./iso-time.js";
 import { describeThrown, failed, succeeded } from "./run-outcome.js";
 
@@ -184,36 +185,34 @@ export function executeTool(
   const stopListening = caller?.onAbort((reason) => abort(isDeadlineExceeded(reason) ? "deadline" : "cancelled"));
 
   let running = true;
-  const context: ToolContext = {
-    get signal() {
-      return handlerCancellation.signal;
+  const context = new HandlerContext(
+    handlerCancellation,
+    { executionId: options.executionId, toolName: name, deadline: new Date(startedAtMs + options.timeoutMs) },
+    {
+      reportProgress(report: ProgressReport): void {
+        const fraction = report.fraction;
+        if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {
+          throw new RangeError(`progress fraction ${String(fraction)} is outside 0..1`);
+        }
+        if (!running) return;
+        if (heartbeatTimer) {
+          heartbeatTimer.cancel();
+          heartbeatTimer = sharedTimers.schedule(heartbeatMs, () => abort("heartbeat"));
+        }
+        const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
+        options.onProgress?.(fraction === undefined ? { message } : { fraction, message });
+      },
+      log(level, message): void {
+        if (!running) return;
+        options.onLog?.(level, String(message).slice(0, maxLogMessageLength));
+      },
+      emitOutput(chunk): void {
+        const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
+        if (!check.ok) throw new TypeError(check.problem);
+        if (running) options.onOutput?.(check.value["chunk"] as JsonValue);
+      },
     },
-    executionId: options.executionId,
-    toolName: name,
-    deadline: new Date(startedAtMs + options.timeoutMs),
-    reportProgress(report: ProgressReport): void {
-      const fraction = report.fraction;
-      if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {
-        throw new RangeError(`progress fraction ${String(fraction)} is outside 0..1`);
-      }
-      if (!running) return;
-      if (heartbeatTimer) {
-        heartbeatTimer.cancel();
-        heartbeatTimer = sharedTimers.schedule(heartbeatMs, () => abort("heartbeat"));
-      }
-      const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
-      options.onProgress?.(fraction === undefined ? { message } : { fraction, message });
-    },
-    log(level, message): void {
-      if (!running) return;
-      options.onLog?.(level, String(message).slice(0, maxLogMessageLength));
-    },
-    emitOutput(chunk): void {
-      const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
-      if (!check.ok) throw new TypeError(check.problem);
-      if (running) options.onOutput?.(check.value["chunk"] as JsonValue);
-    },
-  };
+  );
 
   options.onStart?.();
   const began = performance.now();

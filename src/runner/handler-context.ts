@@ -1,0 +1,61 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { Cancellation } from "../async/cancellation.js";
+import type { ProgressReport, ToolContext } from "../registry/tool-definition.js";
+
+/** What a handler's calls on its context do: closures over the run (see execute-tool.ts). */
+export interface HandlerContextActions {
+  readonly reportProgress: (report: ProgressReport) => void;
+  readonly log: ToolContext["log"];
+  readonly emitOutput: (chunk: JsonValue) => void;
+}
+
+let signalOf: (context: HandlerContext) => AbortSignal;
+
+/**
+ * Its `signal` is an own, enumerable property, as it was on the object literal this replaces, so
+ * that a handler may spread or destructure its context; the getter, one function for every
+ * context, makes the AbortSignal only when the handler reads it.
+ */
+const signalProperty: PropertyDescriptor = {
+  enumerable: true,
+  get(this: HandlerContext): AbortSignal {
+    return signalOf(this);
+  },
+};
+
+/**
+ * The {@link ToolContext} a handler is called with. A literal with `get signal() {…}` made a new
+ * getter function for every run, and V8 keeps an accessor's functions in the object's hidden
+ * class: every context got a hidden class of its own, in dictionary mode (about 0.7 KB more per
+ * run in flight, and property reads that no inline cache could keep). Contexts made here share
+ * one hidden class.
+ */
+export class HandlerContext implements ToolContext {
+  static {
+    signalOf = (context) => context.#cancellation.signal;
+  }
+
+  readonly #cancellation: Cancellation;
+  declare readonly signal: AbortSignal;
+  readonly executionId: string;
+  readonly toolName: string;
+  readonly deadline: Date;
+  readonly reportProgress: HandlerContextActions["reportProgress"];
+  readonly log: HandlerContextActions["log"];
+  readonly emitOutput: HandlerContextActions["emitOutput"];
+
+  constructor(
+    cancellation: Cancellation,
+    run: { readonly executionId: string; readonly toolName: string; readonly deadline: Date },
+    actions: HandlerContextActions,
+  ) {
+    this.#cancellation = cancellation;
+    this.executionId = run.executionId;
+    this.toolName = run.toolName;
+    this.deadline = run.deadline;
+    this.reportProgress = actions.reportProgress;
+    this.log = actions.log;
+    this.emitOutput = actions.emitOutput;
+    Object.defineProperty(this, "signal", signalProperty);
+  }
+}

@@ -1,0 +1,87 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { ExecutionOptionsSchema } from "../../gen/toolruntime/v1/execution_pb.js";
+import { expect } from "chai";
+import { Cancellation } from "../../src/async/cancellation.js";
+import { HandlerContext } from "../../src/runner/handler-context.js";
+import type { ToolContext } from "../../src/registry/tool-definition.js";
+import { createToolRuntime } from "../../src/runtime.js";
+import { defineTool } from "../../src/tools/define-tool.js";
+
+const noActions = { reportProgress: () => undefined, log: () => undefined, emitOutput: () => undefined };
+const run = { executionId: "run-1", toolName: "demo.tool", deadline: new Date(0) };
+
+describe("HandlerContext", () => {
+  it("makes its AbortSignal only when read, the same one each time, aborted with the run's reason", () => {
+    const cancellation = new Cancellation();
+    const context = new HandlerContext(cancellation, run, noActions);
+    // Cancellation keeps its AbortSignal in #signal: none until `signal` is read.
+    const signal = context.signal;
+    expect(signal).to.be.instanceOf(AbortSignal);
+    expect(context.signal).to.equal(signal);
+    const reason = new Error("cancelled: by test");
+    cancellation.abort(reason);
+    expect(signal.aborted).to.equal(true);
+    expect(signal.reason).to.equal(reason);
+  });
+
+  it("spreads and destructures as the object literal it replaced did: every member, the signal included", () => {
+    const logged: string[] = [];
+    const context = new HandlerContext(new Cancellation(), run, {
+      ...noActions,
+      log: (level, message) => logged.push(`${level} ${message}`),
+    });
+    const copy = { ...context };
+    expect(Object.keys(copy).sort()).to.deep.equal(
+      ["deadline", "emitOutput", "executionId", "log", "reportProgress", "signal", "toolName"].sort(),
+    );
+    expect(copy.signal).to.equal(context.signal);
+    const { log, executionId, toolName } = context;
+    log("info", "destructured");
+    expect(logged).to.deep.equal(["info destructured"]);
+    expect([executionId, toolName]).to.deep.equal(["run-1", "demo.tool"]);
+  });
+
+  it("is what a handler gets: its signal aborts when the run times out, its methods work detached", async () => {
+    let context: ToolContext | undefined;
+    let abortedWith: (reason: unknown) => void = () => undefined;
+    const aborted = new Promise<unknown>((resolve) => (abortedWith = resolve));
+    const runtime = createToolRuntime({
+      tools: [
+        defineTool({
+          name: "demo.waits",
+          handler: async (_inputs, given: ToolContext): Promise<JsonObject> => {
+            context = given;
+            // A handler may take its context apart: the methods must not need it as `this`.
+            // eslint-disable-next-line @typescript-eslint/unbound-method
+            const { reportProgress, signal } = given;
+            reportProgress({ fraction: 0.5, message: "half" });
+            await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+            abortedWith(signal.reason);
+            return {};
+          },
+        }),
+      ],
+    });
+    try {
+      const record = runtime.executions.start({
+        runner: runtime.runners.createPrivate(),
+        requireActive: false,
+        toolName: "demo.waits",
+        inputs: {},
+        timeoutMs: 50,
+        options: create(ExecutionOptionsSchema, {}),
+        caller: "tester",
+      }).record;
+      const result = await record.done;
+      expect(result.success).to.equal(false);
+      expect(result.error?.errorType).to.equal("TimeoutError");
+      expect(String(await aborted)).to.contain("timed out after 50 ms");
+      expect(context).to.be.instanceOf(HandlerContext);
+      expect(context?.toolName).to.equal("demo.waits");
+      const progress = record.events.filter((event) => event.event.case === "progress");
+      expect(progress).to.have.length(1);
+    } finally {
+      runtime.close();
+    }
+  });
+});
