@@ -72,6 +72,9 @@ type HandlerOutcome =
 /** The reason a finished run's signal aborts with: one shared Error, as building one per run costs. */
 const runFinished = new Error("run finished");
 
+/** Does nothing: the reactions of promises whose value is not needed. */
+function ignore(): void {}
+
 /** What onHandlerCalled receives for a handler that returned a value: it settled already. */
 const settledAlready: Promise<void> = Promise.resolve();
 
@@ -156,7 +159,7 @@ export function executeTool(
   // The handler's signal: an AbortSignal is made only if the handler reads it.
   const handlerCancellation = new Cancellation();
   let abortReason: AbortReason | undefined;
-  // Made only for a handler that returns a promise: one that returns a value has nothing to race.
+  // Set only for a handler that returns a promise: one that returns a value has nothing to race.
   let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
   let cancelReason = "";
   const abort = (reason: AbortReason): void => {
@@ -223,16 +226,19 @@ export function executeTool(
       options.onHandlerCalled?.(settledAlready);
       settling = abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned };
     } else {
-      const pending = Promise.resolve(returned).then(
-        (value): HandlerOutcome => ({ kind: "returned", value }),
-        (error: unknown): HandlerOutcome => ({ kind: "threw", error }),
+      // One promise settled by whichever comes first, the handler or an abort (the first call of
+      // a resolve function wins): a race of two derived promises cost three more promises and
+      // their reactions for every run of an async handler.
+      let settle: (outcome: HandlerOutcome) => void = ignore;
+      settling = new Promise<HandlerOutcome>((resolve) => (settle = resolve));
+      const handlerSettled = Promise.resolve(returned);
+      void handlerSettled.then(
+        (value) => settle({ kind: "returned", value }),
+        (error: unknown) => settle({ kind: "threw", error }),
       );
-      options.onHandlerCalled?.(pending.then(() => undefined));
-      const aborted = new Promise<HandlerOutcome>((resolve) => {
-        settleAbort = resolve;
-        if (abortReason) resolve({ kind: "aborted", reason: abortReason });
-      });
-      settling = Promise.race([pending, aborted]);
+      options.onHandlerCalled?.(handlerSettled.then(ignore, ignore));
+      settleAbort = settle;
+      if (abortReason) settle({ kind: "aborted", reason: abortReason });
     }
   } catch (error) {
     // The handler threw synchronously.
