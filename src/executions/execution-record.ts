@@ -77,10 +77,13 @@ export class ExecutionRecord {
   #clockStopped = false;
   #waiters: (() => void)[] | undefined;
   #decide: ((decision: Decision) => void) | undefined;
-  readonly #settled: Promise<ToolResult>;
-  #settle: (result: ToolResult) => void = () => undefined;
-  readonly #answered: Promise<ToolResult>;
-  #answer: (result: ToolResult) => void = () => undefined;
+  // The promises of `done` and `answered` are made when first asked for: most runs end with
+  // nobody awaiting them (ExecuteTool reads answeredWith), and a retained record would keep both
+  // with their resolve functions.
+  #settled: Promise<ToolResult> | undefined;
+  #settle: ((result: ToolResult) => void) | undefined;
+  #answered: Promise<ToolResult> | undefined;
+  #answer: ((result: ToolResult) => void) | undefined;
   /** What {@link answered} resolved with, kept so that a caller can have it without waiting. */
   #answeredWith: ToolResult | undefined;
   /** For a mirror of a run another replica owns: the record as the store last had it. */
@@ -93,10 +96,7 @@ export class ExecutionRecord {
    */
   onChange: (() => void) | undefined;
 
-  constructor(readonly init: ExecutionRecordInit) {
-    this.#settled = new Promise((resolve) => (this.#settle = resolve));
-    this.#answered = new Promise((resolve) => (this.#answer = resolve));
-  }
+  constructor(readonly init: ExecutionRecordInit) {}
 
   get id(): string {
     return this.init.id;
@@ -146,6 +146,7 @@ export class ExecutionRecord {
 
   /** Resolves with the result when the run ends. */
   get done(): Promise<ToolResult> {
+    this.#settled ??= this.result ? Promise.resolve(this.result) : new Promise((resolve) => (this.#settle = resolve));
     return this.#settled;
   }
 
@@ -154,6 +155,9 @@ export class ExecutionRecord {
    * earlier one (see {@link answer}) when the outcome is known while the run still cleans up.
    */
   get answered(): Promise<ToolResult> {
+    this.#answered ??= this.#answeredWith
+      ? Promise.resolve(this.#answeredWith)
+      : new Promise((resolve) => (this.#answer = resolve));
     return this.#answered;
   }
 
@@ -165,7 +169,8 @@ export class ExecutionRecord {
   answer(result: ToolResult): void {
     if (this.#answeredWith) return;
     this.#answeredWith = result;
-    this.#answer(result);
+    this.#answer?.(result);
+    this.#answer = undefined;
   }
 
   /** The result {@link answered} resolved with, once there is one; undefined before. */
@@ -256,7 +261,8 @@ export class ExecutionRecord {
     if (stored.result && this.isLive && Number(stored.lastSequence) <= this.lastSequence) {
       this.result = stored.result;
       this.#finishedAtMs = stored.finishedAt ? timestampDate(stored.finishedAt).getTime() : Date.now();
-      this.#settle(stored.result);
+      this.#settle?.(stored.result);
+      this.#settle = undefined;
       this.answer(stored.result);
     }
     this.#wake();
@@ -303,7 +309,8 @@ export class ExecutionRecord {
       : result.error?.errorType === ErrorType.Cancelled
         ? ExecutionState.CANCELLED
         : ExecutionState.FAILED;
-    this.#settle(result);
+    this.#settle?.(result);
+    this.#settle = undefined;
     this.answer(result);
     this.#wake();
     this.onChange?.();
