@@ -70,6 +70,8 @@ export class ExecutionRecord {
   #finishedAtMs: number | undefined;
   decision: Decision | undefined;
   droppedEvents = 0;
+  /** Set by the ExecutionStore that keeps this record once its run ended (its bookkeeping). */
+  retainedAsFinished = false;
   #bytes = 0;
   #inputsDigest: string | undefined;
   readonly #timings = { awaitingApprovalMs: 0, queuedMs: 0, runningMs: 0 };

@@ -40,7 +40,8 @@ export class ExecutionStore {
    */
   #finished: (ExecutionRecord | undefined)[] = [];
   #finishedHead = 0;
-  readonly #finishedIds = new Set<string>();
+  /** Records in `#finished`, evicted ones left out (a count and a flag on each record rather than a Set of ids: two hash operations fewer per run). */
+  #finishedCount = 0;
   readonly #byIdempotencyKey = new Map<string, ExecutionRecord>();
   readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
   #finishedBytes = 0;
@@ -59,7 +60,7 @@ export class ExecutionStore {
 
   /** Finished records held now. */
   get finishedCount(): number {
-    return this.#finishedIds.size;
+    return this.#finishedCount;
   }
 
   /** Bytes of events of the finished records held now. */
@@ -97,9 +98,10 @@ export class ExecutionStore {
 
   /** Records that a run ended, then evicts what the bounds no longer allow. */
   finished(record: ExecutionRecord): void {
-    if (!this.#records.has(record.id) || this.#finishedIds.has(record.id)) return;
+    if (record.retainedAsFinished || !this.#records.has(record.id)) return;
     this.#finished.push(record);
-    this.#finishedIds.add(record.id);
+    record.retainedAsFinished = true;
+    this.#finishedCount += 1;
     this.#finishedBytes += record.bytes;
     this.evict();
   }
@@ -108,7 +110,7 @@ export class ExecutionStore {
   evict(now = Date.now()): void {
     while (this.#finishedHead < this.#finished.length) {
       const record = this.#finished[this.#finishedHead] as ExecutionRecord;
-      const tooMany = this.#finishedIds.size > this.maxRetained;
+      const tooMany = this.#finishedCount > this.maxRetained;
       const tooLarge = this.#finishedBytes > this.maxRetainedBytes;
       const tooOld = now - (record.finishedAtMs ?? now) > this.retentionMs;
       if (!tooMany && !tooLarge && !tooOld) break;
@@ -154,7 +156,7 @@ export class ExecutionStore {
 
   #remove(record: ExecutionRecord): void {
     this.#records.delete(record.id);
-    this.#finishedIds.delete(record.id);
+    this.#finishedCount -= 1;
     this.#finishedBytes -= record.bytes;
     this.#evicted += 1;
     if (record.init.idempotencyKey !== "" && this.#byIdempotencyKey.get(idempotencyIndex(record)) === record) {
