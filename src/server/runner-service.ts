@@ -78,8 +78,10 @@ export function createRunnerService(
       });
       const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
       // A run this call created ends with the call; one it attached to (same idempotency key)
-      // belongs to the call that created it and goes on.
-      const unbind = deduplicated ? undefined : bindRunToCall(executions, record, context);
+      // belongs to the call that created it and goes on. A run that is over already (its handler
+      // returned a value) has nothing to bind: on the HTTP port a binding is a listener added to
+      // and removed from the call's AbortSignal, an EventTarget, which costs microseconds.
+      const unbind = deduplicated || !record.isLive ? undefined : bindRunToCall(executions, record, context);
       try {
         const answered = awaitForCall(record, context, !deduplicated);
         return { executionId: record.id, result: answered instanceof Promise ? await answered : answered };
@@ -119,7 +121,7 @@ export function createRunnerService(
         // still delivers its last events to whoever is there. A detached run, or an earlier run this
         // call attached to by its idempotency key, goes on and this stream simply stops.
         const owned = !deduplicated && !detach;
-        const unbind = owned ? bindRunToCall(executions, record, context) : undefined;
+        const unbind = owned && record.isLive ? bindRunToCall(executions, record, context) : undefined;
         try {
           for await (const events of watchForCall(executions, record, 0, context, owned)) {
             yield events.map((event) => ({ event }));
