@@ -59,8 +59,12 @@ export class ExecutionRecord {
   // record larger, and every collection of the young generation slower.
   readonly #createdAtMs = Date.now();
   readonly #events: RunEvent[] = [];
-  /** Appended events not yet built as messages: their bodies, and when each happened (epoch ms). */
-  #pendingBodies: EventBody[] = [];
+  /**
+   * Appended events not yet built as messages, as their kind and value one after the other (not
+   * the `{ case, value }` objects appended, which would stay as one more object per event in a
+   * retained record), and when each happened (epoch ms).
+   */
+  #pendingKindsAndValues: unknown[] = [];
   #pendingTimes: number[] = [];
   /** Cancels the run; its reason says why. */
   readonly cancellation = new Cancellation();
@@ -182,13 +186,13 @@ export class ExecutionRecord {
 
   /** The events so far, in order (event n has sequence n). */
   get events(): readonly RunEvent[] {
-    if (this.#pendingBodies.length > 0) this.#build();
+    if (this.#pendingTimes.length > 0) this.#build();
     return this.#events;
   }
 
   /** The sequence number of the latest event. */
   get lastSequence(): number {
-    return this.#events.length + this.#pendingBodies.length;
+    return this.#events.length + this.#pendingTimes.length;
   }
 
   /** Appends an event; returns false when a droppable event was dropped over the limits. */
@@ -200,7 +204,7 @@ export class ExecutionRecord {
       this.droppedEvents += 1;
       return false;
     }
-    this.#pendingBodies.push(body);
+    this.#pendingKindsAndValues.push(body.case, body.value);
     this.#pendingTimes.push(Date.now());
     this.#bytes += size;
     this.#wake();
@@ -372,18 +376,19 @@ export class ExecutionRecord {
 
   /** Builds the pending events into messages, numbered after those built before. */
   #build(): void {
-    const bodies = this.#pendingBodies;
+    const kindsAndValues = this.#pendingKindsAndValues;
     const times = this.#pendingTimes;
-    this.#pendingBodies = [];
+    this.#pendingKindsAndValues = [];
     this.#pendingTimes = [];
-    for (let i = 0; i < bodies.length; i++) {
-      this.#events.push(runEvent(this.#events.length + 1, times[i] as number, this.id, bodies[i] as EventBody));
+    for (let i = 0; i < times.length; i++) {
+      const body = { case: kindsAndValues[2 * i], value: kindsAndValues[2 * i + 1] } as EventBody;
+      this.#events.push(runEvent(this.#events.length + 1, times[i] as number, this.id, body));
     }
   }
 
   /** Adds stored events that continue this record's log (ones it holds already are skipped). */
   #addStored(events: readonly RunEvent[]): void {
-    if (this.#pendingBodies.length > 0) this.#build();
+    if (this.#pendingTimes.length > 0) this.#build();
     for (const event of events) {
       if (Number(event.sequence) === this.#events.length + 1) this.#events.push(event);
     }
