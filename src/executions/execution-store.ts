@@ -40,7 +40,10 @@ export class ExecutionStore {
    */
   #finished: (ExecutionRecord | undefined)[] = [];
   #finishedHead = 0;
-  /** Records in `#finished`, evicted ones left out (a count and a flag on each record rather than a Set of ids: two hash operations fewer per run). */
+  /**
+   * Records in `#finished`, evicted ones left out: a count, and a flag on each record, rather than
+   * a Set of ids (two hash operations fewer per run).
+   */
   #finishedCount = 0;
   readonly #byIdempotencyKey = new Map<string, ExecutionRecord>();
   readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
