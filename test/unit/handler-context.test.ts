@@ -12,10 +12,21 @@ const run = { executionId: "run-1", toolName: "demo.tool", deadline: new Date(0)
 
 describe("HandlerContext", () => {
   it("makes its AbortSignal only when read, the same one each time, aborted with the run's reason", () => {
-    const cancellation = new Cancellation();
+    /** Counts the reads of its AbortSignal, which Cancellation makes on the first one. */
+    class CountingCancellation extends Cancellation {
+      reads = 0;
+      override get signal(): AbortSignal {
+        this.reads += 1;
+        return super.signal;
+      }
+    }
+    const cancellation = new CountingCancellation();
     const context = new HandlerContext(cancellation, run, noActions);
-    // Cancellation keeps its AbortSignal in #signal: none until `signal` is read.
+    const copy = { executionId: context.executionId, log: context.log };
+    expect(copy.executionId).to.equal("run-1");
+    expect(cancellation.reads, "no AbortSignal before the handler reads one").to.equal(0);
     const signal = context.signal;
+    expect(cancellation.reads).to.equal(1);
     expect(signal).to.be.instanceOf(AbortSignal);
     expect(context.signal).to.equal(signal);
     const reason = new Error("cancelled: by test");
