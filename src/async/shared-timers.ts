@@ -12,11 +12,23 @@ const maxTimerDelayMs = 2 ** 31 - 1;
 /** Node timers may fire up to a millisecond before performance.now() says the delay is over. */
 const earlyFireToleranceMs = 1;
 
-interface Entry extends ScheduledTimer {
-  readonly due: number;
-  readonly callback: () => void;
-  prev: Entry | undefined;
-  next: Entry | undefined;
+/**
+ * A scheduled callback in its list. `cancel` is a method reaching the list through a field: a
+ * closure per entry was two more objects for every run's timeout and heartbeat.
+ */
+class Entry implements ScheduledTimer {
+  next: Entry | undefined = undefined;
+
+  constructor(
+    readonly list: TimerList,
+    readonly due: number,
+    readonly callback: () => void,
+    public prev: Entry | undefined,
+  ) {}
+
+  cancel(): void {
+    this.list.unlink(this);
+  }
 }
 
 /**
@@ -36,13 +48,7 @@ class TimerList {
   ) {}
 
   add(callback: () => void): ScheduledTimer {
-    const entry: Entry = {
-      due: performance.now() + this.delayMs,
-      callback,
-      prev: this.#tail,
-      next: undefined,
-      cancel: () => this.#unlink(entry),
-    };
+    const entry = new Entry(this, performance.now() + this.delayMs, callback, this.#tail);
     if (this.#tail) this.#tail.next = entry;
     else this.#head = entry;
     this.#tail = entry;
@@ -51,7 +57,8 @@ class TimerList {
     return entry;
   }
 
-  #unlink(entry: Entry): void {
+  /** Takes `entry` out of the list; nothing happens when it is out already (it ran or was cancelled). */
+  unlink(entry: Entry): void {
     // An entry that ran or was cancelled is out of the list: neither neighbour points at it.
     if (entry.prev) entry.prev.next = entry.next;
     else if (this.#head === entry) this.#head = entry.next;
@@ -71,7 +78,7 @@ class TimerList {
     const now = performance.now() + earlyFireToleranceMs;
     while (this.#head && this.#head.due <= now) {
       const entry = this.#head;
-      this.#unlink(entry);
+      this.unlink(entry);
       entry.callback();
     }
     if (this.#timer) return;
