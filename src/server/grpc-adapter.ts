@@ -24,9 +24,6 @@ import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
 
-/** Calls whose response was sent; a later "cancelled" event concerns nothing any more. */
-const finishedCalls = new WeakSet<object>();
-
 /** The reason a finished call's context aborts with, shared: building an error per call costs. */
 const callEnded = new ConnectError("the call ended", Code.Canceled);
 type UnaryMethod = (request: unknown, context: HandlerContext) => Promise<unknown>;
@@ -131,9 +128,7 @@ export function addServiceToGrpcServer<S extends DescService>(
       });
       // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection
       // drops, and also after some calls that ended normally: only a call still going is cancelled.
-      (call as NodeJS.EventEmitter).once("cancelled", () => {
-        if (!finishedCalls.has(call)) context.cancelledByPeer();
-      });
+      (call as NodeJS.EventEmitter).once("cancelled", () => context.cancelledByPeer());
       if (options.shutdownSignal?.aborted) context.abort(options.shutdownSignal.reason);
       liveContexts.add(context);
       return context;
@@ -185,17 +180,17 @@ async function serveUnary(
   callback: sendUnaryData<Buffer>,
   method: DescMethod,
   impl: UnaryMethod,
-  context: HandlerContext,
+  context: GrpcHandlerContext,
   options: GrpcAdapterOptions,
 ): Promise<void> {
   try {
     const request = decode(method.input, call.request);
     const response = encode(method.output, await impl(request, context));
-    finishedCalls.add(call);
+    context.markAnswered();
     const sending = sendPaced(options.pacer, () => callback(null, response));
     if (sending) await sending;
   } catch (error) {
-    finishedCalls.add(call);
+    context.markAnswered();
     callback(toGrpcStatus(toConnectError(error, options.logger)));
   }
 }
@@ -205,7 +200,7 @@ async function serveStream(
   method: DescMethod,
   encodeResponse: (response: unknown) => Buffer,
   impl: StreamingMethod,
-  context: HandlerContext,
+  context: GrpcHandlerContext,
   options: GrpcAdapterOptions,
   requests?: AsyncIterable<unknown>,
 ): Promise<void> {
@@ -222,12 +217,12 @@ async function serveStream(
       if (next.done) break;
       if (!(await send(next.value))) return;
     }
-    finishedCalls.add(call);
+    context.markAnswered();
     const ending = sendPaced(options.pacer, () => call.end());
     if (ending) await ending;
   } catch (error) {
     if (call.cancelled) return;
-    finishedCalls.add(call);
+    context.markAnswered();
     call.emit("error", toGrpcStatus(toConnectError(error, options.logger)));
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.

@@ -44,6 +44,8 @@ export class GrpcHandlerContext implements HandlerContext {
   #requestHeader: Headers | undefined;
   #responseHeader: Headers | undefined;
   #responseTrailer: Headers | undefined;
+  /** Whether the call's response (or its end) was sent: see {@link markAnswered}. */
+  #answered = false;
 
   constructor(facts: GrpcCallFacts) {
     this.service = facts.service;
@@ -58,8 +60,9 @@ export class GrpcHandlerContext implements HandlerContext {
     return this.cancellation.signal;
   }
 
-  readonly timeoutMs = (): number | undefined =>
-    Number.isFinite(this.#deadlineMs) ? this.#deadlineMs - Date.now() : undefined;
+  timeoutMs(): number | undefined {
+    return Number.isFinite(this.#deadlineMs) ? this.#deadlineMs - Date.now() : undefined;
+  }
 
   get requestHeader(): Headers {
     return (this.#requestHeader ??= metadataToHeaders(this.#metadata));
@@ -81,6 +84,16 @@ export class GrpcHandlerContext implements HandlerContext {
     return (this.#responseTrailer ??= new Headers());
   }
 
+  /**
+   * The call's response or its end was sent. grpc-js emits "cancelled" after some calls that
+   * ended normally too: from now on that concerns nothing any more ({@link cancelledByPeer} does
+   * nothing). A flag here rather than a WeakSet of calls, whose entries the collector treats as
+   * ephemerons.
+   */
+  markAnswered(): void {
+    this.#answered = true;
+  }
+
   /** Ends the call's signal with `reason`, once. */
   abort(reason: unknown): void {
     this.cancellation.abort(reason);
@@ -91,6 +104,7 @@ export class GrpcHandlerContext implements HandlerContext {
    * DEADLINE_EXCEEDED when the deadline is (about) reached, CANCELLED otherwise.
    */
   cancelledByPeer(): void {
+    if (this.#answered) return;
     const deadlinePassed = this.#deadlineMs - Date.now() <= deadlineToleranceMs;
     this.abort(
       deadlinePassed
