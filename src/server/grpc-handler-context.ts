@@ -1,5 +1,5 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextKey, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { Metadata } from "@grpc/grpc-js";
 import { Cancellation } from "../async/cancellation.js";
 import { metadataToHeaders } from "./grpc-status.js";
@@ -114,5 +114,29 @@ export class GrpcHandlerContext implements HandlerContext {
   }
 }
 
+/**
+ * The context values of one call, kept as Connect's `createContextValues` keeps them (as properties
+ * named by the keys' symbols, read and written through `this`), with the three methods on the
+ * prototype: Connect's object literal makes them anew for every call.
+ */
+class CallValues implements ContextValues {
+  get<T>(key: ContextKey<T>): T {
+    const values = this as unknown as Record<symbol, T>;
+    return key.id in values ? (values[key.id] as T) : key.defaultValue;
+  }
+
+  set<T>(key: ContextKey<T>, value: T): this {
+    (this as unknown as Record<symbol, T>)[key.id] = value;
+    return this;
+  }
+
+  delete(key: ContextKey<unknown>): this {
+    delete (this as unknown as Record<symbol, unknown>)[key.id];
+    return this;
+  }
+}
+
 /** A fresh set of context values, for {@link GrpcCallFacts.values}. */
-export const newContextValues = createContextValues;
+export function newContextValues(): ContextValues {
+  return new CallValues();
+}
