@@ -4,6 +4,11 @@ export interface CancellationView {
   readonly reason: unknown;
   /** Calls `listener` once, when cancelled (at once if it already was); returns the function that stops it. */
   onAbort(listener: (reason: unknown) => void): () => void;
+  /**
+   * Stops calling a listener given to {@link onAbort}: the same as calling the function it
+   * returned, for a caller that keeps the listener rather than a second closure.
+   */
+  offAbort(listener: (reason: unknown) => void): void;
   /** The same cancellation as an AbortSignal, for code that takes one. */
   readonly signal: AbortSignal;
 }
@@ -53,19 +58,29 @@ export class Cancellation implements CancellationView {
       return noop;
     }
     (this.#listeners ??= []).push(listener);
-    return () => {
-      const listeners = this.#listeners;
-      if (!listeners) return;
-      const index = listeners.indexOf(listener);
-      if (index >= 0) listeners.splice(index, 1);
-      // A cancellation outlives its run in a retained record: an emptied list is let go.
-      if (listeners.length === 0) this.#listeners = undefined;
-    };
+    return () => this.offAbort(listener);
+  }
+
+  offAbort(listener: (reason: unknown) => void): void {
+    const listeners = this.#listeners;
+    if (!listeners) return;
+    const index = listeners.indexOf(listener);
+    if (index >= 0) listeners.splice(index, 1);
+    // A cancellation outlives its run in a retained record: an emptied list is let go.
+    if (listeners.length === 0) this.#listeners = undefined;
   }
 }
 
 /** A {@link CancellationView} of an AbortSignal, for callers that hold one. */
 export function cancellationOfSignal(signal: AbortSignal): CancellationView {
+  // The signal's listener made for each listener given, so that offAbort can remove it.
+  const attached = new Map<(reason: unknown) => void, () => void>();
+  const offAbort = (listener: (reason: unknown) => void): void => {
+    const onAbort = attached.get(listener);
+    if (!onAbort) return;
+    attached.delete(listener);
+    signal.removeEventListener("abort", onAbort);
+  };
   return {
     get aborted() {
       return signal.aborted;
@@ -79,10 +94,15 @@ export function cancellationOfSignal(signal: AbortSignal): CancellationView {
         listener(signal.reason);
         return noop;
       }
-      const onAbort = (): void => listener(signal.reason);
+      const onAbort = (): void => {
+        attached.delete(listener);
+        listener(signal.reason);
+      };
+      attached.set(listener, onAbort);
       signal.addEventListener("abort", onAbort, { once: true });
-      return () => signal.removeEventListener("abort", onAbort);
+      return () => offAbort(listener);
     },
+    offAbort,
   };
 }
 

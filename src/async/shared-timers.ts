@@ -14,7 +14,9 @@ const earlyFireToleranceMs = 1;
 
 /**
  * A scheduled callback in its list. `cancel` is a method reaching the list through a field: a
- * closure per entry was two more objects for every run's timeout and heartbeat.
+ * closure per entry was two more objects for every run's timeout and heartbeat. The callback is
+ * called with `argument`, so that callers can pass one function shared by every run and the run
+ * it is about, instead of a closure per run.
  */
 class Entry implements ScheduledTimer {
   next: Entry | undefined = undefined;
@@ -22,7 +24,8 @@ class Entry implements ScheduledTimer {
   constructor(
     readonly list: TimerList,
     readonly due: number,
-    readonly callback: () => void,
+    readonly callback: (argument: unknown) => void,
+    readonly argument: unknown,
     public prev: Entry | undefined,
   ) {}
 
@@ -47,8 +50,8 @@ class TimerList {
     private readonly onEmpty: () => void,
   ) {}
 
-  add(callback: () => void): ScheduledTimer {
-    const entry = new Entry(this, performance.now() + this.delayMs, callback, this.#tail);
+  add(callback: (argument: unknown) => void, argument: unknown): ScheduledTimer {
+    const entry = new Entry(this, performance.now() + this.delayMs, callback, argument, this.#tail);
     if (this.#tail) this.#tail.next = entry;
     else this.#head = entry;
     this.#tail = entry;
@@ -79,7 +82,7 @@ class TimerList {
     while (this.#head && this.#head.due <= now) {
       const entry = this.#head;
       this.unlink(entry);
-      entry.callback();
+      entry.callback(entry.argument);
     }
     if (this.#timer) return;
     if (this.#head) this.#arm(this.#head.due - performance.now());
@@ -95,8 +98,13 @@ class TimerList {
 export class SharedTimers {
   readonly #lists = new Map<number, TimerList>();
 
-  /** Calls `callback` after `delayMs` (rounded to whole milliseconds) unless cancelled first. */
-  schedule(delayMs: number, callback: () => void): ScheduledTimer {
+  /**
+   * Calls `callback` after `delayMs` (rounded to whole milliseconds) unless cancelled first, with
+   * `argument` when one is given.
+   */
+  schedule(delayMs: number, callback: () => void): ScheduledTimer;
+  schedule<T>(delayMs: number, callback: (argument: T) => void, argument: T): ScheduledTimer;
+  schedule(delayMs: number, callback: (argument: unknown) => void, argument?: unknown): ScheduledTimer {
     const delay = Math.max(0, Math.round(delayMs));
     let list = this.#lists.get(delay);
     if (!list) {
@@ -104,7 +112,7 @@ export class SharedTimers {
       list = new TimerList(delay, () => this.#lists.delete(delay));
       this.#lists.set(delay, list);
     }
-    return list.add(callback);
+    return list.add(callback, argument);
   }
 }
 

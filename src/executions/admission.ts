@@ -32,14 +32,47 @@ export interface Ticket {
   release(): void;
 }
 
-interface Waiter {
-  readonly toolName: string;
-  readonly toolLimit: number;
-  readonly grant: () => void;
-  state: "waiting" | "running" | "done";
+/** The promise of a ticket granted before anyone asked for it. */
+const grantedAlready: Promise<void> = Promise.resolve();
+
+let releaseWaiter: (admission: Admission, waiter: Waiter) => void;
+
+/**
+ * A run's place in line, which is also its ticket: one object per run. Its `granted` promise is
+ * made only when asked for: a run admitted at once never waits on it (a promise, its two resolve
+ * functions and a release closure per run were most of what admission kept for a run in flight).
+ */
+class Waiter implements Ticket {
+  state: "waiting" | "running" | "done" = "waiting";
   /** Neighbours in the queue while waiting. */
-  prev: Waiter | undefined;
-  next: Waiter | undefined;
+  prev: Waiter | undefined = undefined;
+  next: Waiter | undefined = undefined;
+  immediate = false;
+  position = 0;
+  #started = false;
+  #granted: Promise<void> | undefined = undefined;
+  #grant: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly admission: Admission,
+    readonly toolName: string,
+    readonly toolLimit: number,
+  ) {}
+
+  get granted(): Promise<void> {
+    if (this.#started) return grantedAlready;
+    return (this.#granted ??= new Promise<void>((resolve) => (this.#grant = resolve)));
+  }
+
+  /** The run may start: whoever waits on `granted` goes on. */
+  start(): void {
+    this.#started = true;
+    this.#grant?.();
+  }
+
+  release(): void {
+    releaseWaiter(this.admission, this);
+  }
 }
 
 /**
@@ -51,6 +84,10 @@ interface Waiter {
  * tool is at its own limit).
  */
 export class Admission {
+  static {
+    releaseWaiter = (admission, waiter) => admission.#release(waiter);
+  }
+
   readonly maxConcurrent: number;
   readonly maxQueued: number;
   #head: Waiter | undefined;
@@ -86,9 +123,7 @@ export class Admission {
    * RESOURCE_EXHAUSTED, with a retry delay, when the run would have to wait and the queue is full.
    */
   admit(toolName: string, toolLimit: number): Ticket {
-    let grant: () => void = () => undefined;
-    const granted = new Promise<void>((resolve) => (grant = resolve));
-    const waiter: Waiter = { toolName, toolLimit, grant, state: "waiting", prev: undefined, next: undefined };
+    const waiter = new Waiter(this, toolName, toolLimit);
     // Queued runs never fit (dispatch starts every one that does), so they all wait for their own
     // tool's limit: a run that fits passes them, unless a run of its own tool waits ahead of it.
     const immediate = this.#fits(waiter) && !this.#queuedByTool.has(toolName);
@@ -108,12 +143,9 @@ export class Admission {
       this.#enqueue(waiter);
       this.#maxQueuedSeen = Math.max(this.#maxQueuedSeen, this.#queued);
     }
-    return {
-      granted,
-      immediate,
-      position,
-      release: () => this.#release(waiter),
-    };
+    waiter.immediate = immediate;
+    waiter.position = position;
+    return waiter;
   }
 
   #fits(waiter: Waiter): boolean {
@@ -125,7 +157,7 @@ export class Admission {
     waiter.state = "running";
     this.#running += 1;
     this.#runningByTool.set(waiter.toolName, (this.#runningByTool.get(waiter.toolName) ?? 0) + 1);
-    waiter.grant();
+    waiter.start();
   }
 
   #enqueue(waiter: Waiter): void {

@@ -1,4 +1,4 @@
-import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -7,9 +7,10 @@ import { sharedTimers } from "../async/shared-timers.js";
 import { ToolResultSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
-import type { CheckpointHooks } from "../registry/tool-definition.js";
+import type { CheckpointHooks, ProgressReport } from "../registry/tool-definition.js";
 import { failed } from "../runner/run-outcome.js";
-import type { PreparedRun, ToolRunner } from "../runner/tool-runner.js";
+import type { RunSink } from "../runner/execute-tool.js";
+import type { ExecuteCallOptions, PreparedRun, ToolRunner } from "../runner/tool-runner.js";
 import type { ExecutionRecord } from "./execution-record.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
 import { retryDelayMs, type ResolvedRetryPolicy } from "./retry-policy.js";
@@ -39,7 +40,7 @@ export interface AttemptLoopOptions {
    * not stopped yet, so that a caller waiting for the result gets it on time; rollback and the
    * final record follow. Its `metadata.checkpoint` says `rollback_pending`.
    */
-  readonly onEarlyOutcome?: ((result: ToolResult) => void) | undefined;
+  readonly onEarlyOutcome?: ((record: ExecutionRecord, result: ToolResult) => void) | undefined;
   /** The first attempt's number: above 1 for a run taken over from a lost replica. Default 1. */
   readonly firstAttempt?: number | undefined;
   /**
@@ -65,33 +66,89 @@ export function runAttempts(options: AttemptLoopOptions): MaybePromise<ToolResul
   const hooks = options.prepared.tool.spec.capabilities?.checkpointable ? options.prepared.tool.hooks : undefined;
   if (hooks || options.beforeHandler) return attemptLoop(options);
   const { record } = options;
-  const attempt = options.firstAttempt ?? 1;
-  record.attempts = attempt;
-  record.append({ case: "executionStarted", value: { timeoutMs: options.prepared.timeoutMs, attempt } });
-  const handler: HandlerSettling = {};
-  const running = runAttempt(options, attempt, handler);
-  const afterwards = (result: ToolResult): MaybePromise<ToolResult> => {
-    attemptFinished(record, attempt, result);
-    if (isRetrying(options, attempt, result)) return attemptLoop(options, { attempt, result, handler });
-    // The last attempt, without checkpoints: the facts the loop would add (see addFacts there).
-    const metadata = (result.metadata ??= {});
-    metadata["attempts"] = record.attempts;
-    if (options.prepared.tool.spec.capabilities?.checkpointable) metadata["checkpoint"] = { supported: false };
-    return result;
-  };
-  return running instanceof Promise ? running.then(afterwards) : afterwards(running);
+  const number = options.firstAttempt ?? 1;
+  record.attempts = number;
+  record.append({ case: "executionStarted", value: { timeoutMs: options.prepared.timeoutMs, attempt: number } });
+  const attempt = new Attempt(options, number);
+  const running = options.runner.runNow(options.prepared, options.inputs, attempt);
+  return running instanceof Promise
+    ? running.then((result) => afterFirstAttempt(options, attempt, result))
+    : afterFirstAttempt(options, attempt, running);
+}
+
+/** The first attempt of runAttempts ended: the run ends with it, or the loop goes on. */
+function afterFirstAttempt(
+  options: AttemptLoopOptions,
+  attempt: Attempt,
+  result: ToolResult,
+): MaybePromise<ToolResult> {
+  const { record } = options;
+  attemptFinished(record, attempt.attempt, result);
+  if (isRetrying(options, attempt.attempt, result)) return attemptLoop(options, { attempt, result });
+  // The last attempt, without checkpoints: the facts the loop would add (see addFacts there).
+  const metadata = (result.metadata ??= {});
+  metadata["attempts"] = record.attempts;
+  if (options.prepared.tool.spec.capabilities?.checkpointable) metadata["checkpoint"] = { supported: false };
+  return result;
 }
 
 /** An attempt that ran already: the loop goes on from its result. */
 interface RanAttempt {
-  readonly attempt: number;
+  readonly attempt: Attempt;
   readonly result: ToolResult;
-  readonly handler: HandlerSettling;
 }
 
-/** Set by the runner once the handler was called (a closure, so an object rather than a variable). */
-interface HandlerSettling {
-  settled?: Promise<void>;
+/**
+ * One attempt as the runner sees it: its call options, and the sink its handler's reports go to
+ * (they become the record's events), in one object rather than an options object and a closure
+ * per callback. Keeps the promise of the handler's settling once it was called.
+ */
+class Attempt implements ExecuteCallOptions, RunSink {
+  readonly record: ExecutionRecord;
+  readonly executionId: string;
+  readonly signal: CancellationView;
+  readonly caller: string;
+  readonly traceParent: string | undefined;
+  readonly heartbeatTimeoutMs: number | undefined;
+  /** Resolves when the handler settles; set once it was called. */
+  settled: Promise<void> | undefined = undefined;
+
+  constructor(
+    options: AttemptLoopOptions,
+    readonly attempt: number,
+  ) {
+    this.record = options.record;
+    this.executionId = options.record.id;
+    this.signal = options.record.cancellation;
+    this.caller = options.caller;
+    this.traceParent = options.traceParent;
+    this.heartbeatTimeoutMs = options.heartbeatTimeoutMs;
+  }
+
+  /** The facts the execution manager fills in at the end are reserved in the metadata. */
+  get reserveRunFacts(): boolean {
+    return true;
+  }
+
+  get sink(): RunSink {
+    return this;
+  }
+
+  progress(report: ProgressReport): void {
+    this.record.append({ case: "progress", value: report });
+  }
+
+  log(level: string, message: string): void {
+    this.record.append({ case: "log", value: { level, message } });
+  }
+
+  output(chunk: JsonValue): void {
+    this.record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } });
+  }
+
+  handlerCalled(settled: Promise<void>): void {
+    this.settled = settled;
+  }
 }
 
 /** Whether another attempt follows `result` (before waiting for its handler to stop). */
@@ -103,26 +160,6 @@ function isRetrying(options: AttemptLoopOptions, attempt: number, result: ToolRe
     attempt < maxAttempts &&
     !options.retry.nonRetryable.has(result.error?.errorType ?? "")
   );
-}
-
-/** Calls the handler for one attempt, through the runner. */
-function runAttempt(options: AttemptLoopOptions, attempt: number, handler: HandlerSettling): MaybePromise<ToolResult> {
-  const { record } = options;
-  return options.runner.runNow(options.prepared, options.inputs, {
-    executionId: record.id,
-    signal: record.cancellation,
-    caller: options.caller,
-    traceParent: options.traceParent,
-    heartbeatTimeoutMs: options.heartbeatTimeoutMs,
-    onProgress: (report) => record.append({ case: "progress", value: report }),
-    onLog: (level, message) => record.append({ case: "log", value: { level, message } }),
-    onOutput: (chunk) => record.append({ case: "output", value: { chunk: fromJson(ValueSchema, chunk) } }),
-    onHandlerCalled: (settled) => {
-      handler.settled = settled;
-    },
-    extraMetadata: { attempt },
-    reserveRunFacts: true,
-  });
 }
 
 function attemptFinished(record: ExecutionRecord, attempt: number, result: ToolResult): void {
@@ -160,13 +197,13 @@ async function attemptLoop(options: AttemptLoopOptions, ran?: RanAttempt): Promi
   const firstAttempt = options.firstAttempt ?? 1;
   // A run taken over from a lost replica gets its one new attempt whatever its policy says.
   const maxAttempts = Math.max(retry.maxAttempts, firstAttempt);
-  for (let attempt = ran?.attempt ?? firstAttempt; attempt <= maxAttempts; attempt++) {
+  for (let attempt = ran?.attempt.attempt ?? firstAttempt; attempt <= maxAttempts; attempt++) {
     let checkpoint: { value: unknown } | undefined;
-    let handler: HandlerSettling = {};
-    if (ran && attempt === ran.attempt) {
+    let handler: Attempt;
+    if (ran && attempt === ran.attempt.attempt) {
       // Made already, without a checkpoint (see runAttempts): the loop goes on from its result.
       result = ran.result;
-      handler = ran.handler;
+      handler = ran.attempt;
     } else {
       record.attempts = attempt;
       if (hooks) {
@@ -186,6 +223,7 @@ async function attemptLoop(options: AttemptLoopOptions, ran?: RanAttempt): Promi
         }
       }
       record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
+      handler = new Attempt(options, attempt);
       if (options.beforeHandler) {
         try {
           await options.beforeHandler();
@@ -200,7 +238,7 @@ async function attemptLoop(options: AttemptLoopOptions, ran?: RanAttempt): Promi
           break;
         }
       }
-      result = await runAttempt(options, attempt, handler);
+      result = await options.runner.runNow(prepared, options.inputs, handler);
       attemptFinished(record, attempt, result);
     }
     const errorType = result.error?.errorType ?? "";
@@ -210,7 +248,8 @@ async function attemptLoop(options: AttemptLoopOptions, ran?: RanAttempt): Promi
     let stopped = true;
     const settled = handler.settled;
     if ((retrying || rollingBack) && settled && !(await settlesAtOnce(settled))) {
-      if (!retrying) options.onEarlyOutcome?.(withFacts(result, { rolled_back: false, rollback_pending: true }));
+      if (!retrying)
+        options.onEarlyOutcome?.(record, withFacts(result, { rolled_back: false, rollback_pending: true }));
       stopped = await settlesWithin(settled, options.stopGraceMs);
       if (!stopped) {
         options.logger?.warn(

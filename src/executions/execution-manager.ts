@@ -371,14 +371,19 @@ export class ExecutionManager {
     ticket: Ticket | undefined,
     resume?: ResumePoint,
   ): void {
-    void this.drive(record, request, prepared, retry, ticket, resume).catch((error: unknown) => {
-      this.logger?.error({ err: error, executionId: record.id }, "run failed unexpectedly");
-      this.#finish(
-        record,
-        request,
-        failed(record.toolName, ErrorType.Internal, "internal error: see the server log", 0, {}),
-      );
-    });
+    // drive never rejects: a bug ends the run as an internal error there (a `.catch` here was one
+    // more closure and promise for every run in flight).
+    void this.drive(record, request, prepared, retry, ticket, resume);
+  }
+
+  /** Ends a run that a bug stopped, as an internal error; the cause goes to the log. */
+  #failedUnexpectedly(record: ExecutionRecord, request: StartRequest, error: unknown): void {
+    this.logger?.error({ err: error, executionId: record.id }, "run failed unexpectedly");
+    this.#finish(
+      record,
+      request,
+      failed(record.toolName, ErrorType.Internal, "internal error: see the server log", 0, {}),
+    );
   }
 
   /**
@@ -417,6 +422,7 @@ export class ExecutionManager {
   /**
    * Takes a run through its stages to its end. `resume` continues a run this replica took over:
    * the stages its events already show are skipped and its attempts continue from `firstAttempt`.
+   * Never rejects: a bug ends the run as an internal error.
    */
   protected async drive(
     record: ExecutionRecord,
@@ -432,15 +438,7 @@ export class ExecutionManager {
     const options = request.options;
     const privateRunner = !request.requireActive;
     // Every run's heartbeat shares one timer (see SharedTimers): no timer is made per run.
-    const heartbeatMs = this.limits.heartbeatIntervalMs;
-    let heartbeat: ScheduledTimer | undefined;
-    const beat = (): void => {
-      record.append({ case: "heartbeat", value: { elapsedMs: record.toProto().runningMs } });
-      heartbeat = sharedTimers.schedule(heartbeatMs, beat);
-    };
-    heartbeat = sharedTimers.schedule(heartbeatMs, beat);
-    const end = (errorType: ErrorTypeName, details: string): void =>
-      this.#finish(record, request, failed(name, errorType, details, 0, { execution_id: record.id, tool_name: name }));
+    const heartbeat = new Heartbeat(record, this.limits.heartbeatIntervalMs);
     let ticket = admitted;
     try {
       if (!resume?.discovered) {
@@ -456,7 +454,7 @@ export class ExecutionManager {
         const decision = await this.#awaitApproval(record, timeoutMs, signal);
         if (!decision) {
           const stopped = stoppedOutcome(signal, name, "while awaiting approval");
-          return end(stopped.errorType, stopped.details);
+          return this.#end(record, request, stopped.errorType, stopped.details);
         }
         record.append({
           case: "approvalDecided",
@@ -464,8 +462,15 @@ export class ExecutionManager {
         });
         if (!decision.approved) {
           return decision.decidedBy === "(timeout)"
-            ? end(ErrorType.ApprovalTimeout, `run of ${quote(name)} was not approved within ${timeoutMs} ms`)
-            : end(
+            ? this.#end(
+                record,
+                request,
+                ErrorType.ApprovalTimeout,
+                `run of ${quote(name)} was not approved within ${timeoutMs} ms`,
+              )
+            : this.#end(
+                record,
+                request,
                 ErrorType.ApprovalRejected,
                 `run of ${quote(name)} was rejected by ${quote(decision.decidedBy)}${decision.comment ? `: ${decision.comment}` : ""}`,
               );
@@ -473,7 +478,7 @@ export class ExecutionManager {
         try {
           ticket = await this.admit(record, name, spec.maxConcurrency);
         } catch (error) {
-          if (error instanceof ToolRuntimeError) return end(error.errorType, error.details);
+          if (error instanceof ToolRuntimeError) return this.#end(record, request, error.errorType, error.details);
           throw error;
         }
       }
@@ -490,12 +495,14 @@ export class ExecutionManager {
           ticket.release();
           ticket = undefined;
           if (outcome === "timeout")
-            return end(
+            return this.#end(
+              record,
+              request,
               ErrorType.QueueTimeout,
               `run of ${quote(name)} waited ${timeoutMs} ms for a slot, its queue timeout`,
             );
           const stopped = stoppedOutcome(signal, name, "while queued");
-          return end(stopped.errorType, stopped.details);
+          return this.#end(record, request, stopped.errorType, stopped.details);
         }
       }
       record.setState(ExecutionState.RUNNING);
@@ -512,7 +519,7 @@ export class ExecutionManager {
         heartbeatTimeoutMs: options?.heartbeatTimeoutMs,
         stopGraceMs: this.#stopGraceMs,
         logger: this.logger,
-        onEarlyOutcome: (early) => record.answer(this.#withRunFacts(record, early)),
+        onEarlyOutcome: this.#answerEarly,
         firstAttempt: resume?.firstAttempt,
         beforeHandler: this.beforeHandler(record),
       });
@@ -521,6 +528,8 @@ export class ExecutionManager {
         request,
         attempted instanceof Promise || !request.awaitsResult ? await attempted : attempted,
       );
+    } catch (error) {
+      this.#failedUnexpectedly(record, request, error);
     } finally {
       heartbeat.cancel();
       ticket?.release();
@@ -549,6 +558,16 @@ export class ExecutionManager {
       stopListening?.();
     }
   }
+
+  /** Ends a run that failed before or between its attempts. */
+  #end(record: ExecutionRecord, request: StartRequest, errorType: ErrorTypeName, details: string): void {
+    const name = record.init.toolName;
+    this.#finish(record, request, failed(name, errorType, details, 0, { execution_id: record.id, tool_name: name }));
+  }
+
+  /** Answers a run's waiting caller ahead of its end (see AttemptLoopOptions.onEarlyOutcome). */
+  readonly #answerEarly = (record: ExecutionRecord, early: ToolResult): void =>
+    record.answer(this.#withRunFacts(record, early));
 
   #finish(record: ExecutionRecord, request: StartRequest, result: ToolResult): void {
     if (!record.isLive) return;
@@ -593,6 +612,34 @@ export class ExecutionManager {
 function isCompleted(event: RunEvent): boolean {
   return event.event.case === "completed";
 }
+
+/**
+ * A run's HEARTBEAT events, every `intervalMs` while it is live: one small object on the shared
+ * timers, which call a function shared by every run with it (a closure per run kept the run's
+ * whole scope alive for as long as it went on).
+ */
+class Heartbeat {
+  #timer: ScheduledTimer;
+
+  constructor(
+    readonly record: ExecutionRecord,
+    readonly intervalMs: number,
+  ) {
+    this.#timer = sharedTimers.schedule(intervalMs, beat, this);
+  }
+
+  /** Records a heartbeat and schedules the next. */
+  beat(): void {
+    this.record.append({ case: "heartbeat", value: { elapsedMs: this.record.toProto().runningMs } });
+    this.#timer = sharedTimers.schedule(this.intervalMs, beat, this);
+  }
+
+  cancel(): void {
+    this.#timer.cancel();
+  }
+}
+
+const beat = (heartbeat: Heartbeat): void => heartbeat.beat();
 
 /** Waits for a slot, the queue timeout or cancellation, whichever comes first. */
 async function raceGrant(

@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { performance } from "node:perf_hooks";
-import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import type { ToolResult, ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { Cancellation, cancellationOfSignal, type CancellationView } from "../async/cancellation.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
 import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
@@ -8,48 +8,68 @@ import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
 import { checkJsonObject, outputChunkLimits, type JsonLimits } from "../json/check-json.js";
-import type { ProgressReport, RegisteredTool, ToolHandler } from "../registry/tool-definition.js";
+import type { ProgressReport, RegisteredTool, ToolContext } from "../registry/tool-definition.js";
 import { quote } from "../registry/names.js";
 import { DeclaredFailure } from "./declared-failure.js";
-import { HandlerContext } from "./handler-context.js";
+import { HandlerContext, type HandlerContextActions } from "./handler-context.js";
 import { isoTime } from "./iso-time.js";
 import { describeThrown, failed, succeeded } from "./run-outcome.js";
+import type { RunInfo, RunObserver } from "./run-observer.js";
+import type { PreparedRun } from "./tool-runner.js";
 
-/** How one execution is bounded and observed. */
-export interface ExecuteOptions {
-  /** Identifier of the run. */
-  readonly executionId: string;
-  /** Name of the runner, recorded in metadata. */
-  readonly runnerName: string;
-  /** Time the handler may take, in milliseconds. */
-  readonly timeoutMs: number;
-  /**
-   * Aborted when the caller cancels; the run then ends as a CancelledError, or as a TimeoutError
-   * when the reason is a DeadlineExceededError.
-   */
-  readonly signal?: AbortSignal | CancellationView | undefined;
-  /** Limits on inputs and output. */
-  readonly jsonLimits: JsonLimits;
-  /** Receives the handler's progress reports while the run is going. */
-  readonly onProgress?: ((report: ProgressReport) => void) | undefined;
+/**
+ * Receives what a run reports while it goes: one object per run whose methods are called, instead
+ * of a closure per kind of report (the closures, and the scopes they kept, were a good part of what
+ * a run in flight held).
+ */
+export interface RunSink {
+  /** A progress report of the handler, checked and cut to length. */
+  progress?(report: ProgressReport): void;
+  /** A log line of the handler, cut to length. */
+  log?(level: string, message: string): void;
+  /** A partial output chunk of the handler, checked. */
+  output?(chunk: JsonValue): void;
   /** Called just before the handler is called. */
-  readonly onStart?: (() => void) | undefined;
+  starting?(): void;
   /**
    * Called once the handler was called, with a promise that resolves when the handler itself
    * settles (returns, throws or rejects), which may be after the run ended: a handler that ignores
    * its signal keeps running. Never rejects.
    */
-  readonly onHandlerCalled?: ((settled: Promise<void>) => void) | undefined;
+  handlerCalled?(settled: Promise<void>): void;
+}
+
+/** What a runner sets for every run it makes. */
+export interface RunnerSettings {
+  /** Name of the runner, recorded in metadata. */
+  readonly runnerName: string;
+  /** Limits on inputs and output. */
+  readonly jsonLimits: JsonLimits;
+  /** Told of the run's start, before its inputs are checked, and of its end, with its result. */
+  readonly observers: readonly RunObserver[];
+}
+
+/** How one execution is bounded and observed. */
+export interface ExecuteOptions {
+  /** Identifier of the run. */
+  readonly executionId: string;
+  /**
+   * Aborted when the caller cancels; the run then ends as a CancelledError, or as a TimeoutError
+   * when the reason is a DeadlineExceededError.
+   */
+  readonly signal?: AbortSignal | CancellationView | undefined;
+  /** Receives the handler's reports, and hears when it is called. */
+  readonly sink?: RunSink | undefined;
+  /** Name of the caller's identity, for observers. Default "anonymous". */
+  readonly caller?: string | undefined;
   /** W3C traceparent of the calling RPC; its trace id goes into the metadata. */
   readonly traceParent?: string | undefined;
-  /** Receives the handler's log lines. */
-  readonly onLog?: ((level: string, message: string) => void) | undefined;
-  /** Receives the handler's partial output chunks. */
-  readonly onOutput?: ((chunk: JsonValue) => void) | undefined;
   /** When set, the handler must report progress at least this often (ms) or the run ends. */
   readonly heartbeatTimeoutMs?: number | undefined;
   /** Facts added to the result's metadata. */
   readonly extraMetadata?: JsonObject | undefined;
+  /** The attempt this run is, recorded in the metadata as `attempt` when set. */
+  readonly attempt?: number | undefined;
   /**
    * Set by the execution manager: the metadata gets the facts it fills in once the run ends
    * (`attempts`, the state timings, `writes`) from the start, with placeholder values, so that
@@ -75,7 +95,7 @@ const runFinished = new Error("run finished");
 /** Does nothing: the reactions of promises whose value is not needed. */
 function ignore(): void {}
 
-/** What onHandlerCalled receives for a handler that returned a value: it settled already. */
+/** What handlerCalled receives for a handler that returned a value: it settled already. */
 const settledAlready: Promise<void> = Promise.resolve();
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -89,6 +109,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 /** Longest log line kept, in characters. */
 const maxLogMessageLength = 4096;
 
+// Timer callbacks shared by every run: the run comes as the timer's argument, not in a closure.
+const abortOnTimeout = (run: ToolExecution): void => run.abort("timeout");
+const abortOnHeartbeat = (run: ToolExecution): void => run.abort("heartbeat");
+
 /**
  * Runs a tool's handler once and returns its ToolResult: at once when the handler returns a value
  * or throws, as a promise when it returns one. Never throws and never rejects: invalid
@@ -98,29 +122,236 @@ const maxLogMessageLength = 4096;
  * timeout and discards whatever the handler produces later.
  */
 export function executeTool(
-  tool: RegisteredTool,
-  handler: ToolHandler,
+  prepared: PreparedRun,
   inputs: unknown,
+  runner: RunnerSettings,
   options: ExecuteOptions,
 ): MaybePromise<ToolResult> {
-  const name = tool.spec.name;
-  const startedAtMs = Date.now();
-  // A traceparent reads "version-traceid-spanid-flags".
-  const traceId = options.traceParent?.split("-")[1];
-  // Built as one literal and then extended in place: spreads in the middle of a literal take
-  // V8's slow generic path.
-  const metadata = (durationMs: number): JsonObject => {
+  return new ToolExecution(prepared, inputs, runner, options).start();
+}
+
+/**
+ * One run of a handler, as one object: its state, the methods its context and timers call, and the
+ * facts observers read ({@link RunInfo}). A function with closures for each of these made about a
+ * dozen functions and contexts per run, which a run in flight kept alive.
+ */
+export class ToolExecution implements RunInfo, HandlerContextActions {
+  readonly #startedAtMs = Date.now();
+  /** The handler's signal: an AbortSignal is made only if the handler reads it. */
+  #handlerCancellation: Cancellation | undefined = undefined;
+  #caller: CancellationView | undefined = undefined;
+  /** Listens to the caller's cancellation: a deadline that passed is a timeout, whoever noticed it first. */
+  #onCallerAbort: ((reason: unknown) => void) | undefined = undefined;
+  #abortReason: AbortReason | undefined = undefined;
+  /**
+   * Resolves the result of a handler that returned a promise, until the run concluded: one that
+   * returns a value has nothing to race.
+   */
+  #resolve: ((result: ToolResult) => void) | undefined = undefined;
+  #cancelReason = "";
+  #timer: ScheduledTimer | undefined = undefined;
+  #heartbeatTimer: ScheduledTimer | undefined = undefined;
+  #running = true;
+  #began = 0;
+
+  constructor(
+    readonly prepared: PreparedRun,
+    readonly inputs: unknown,
+    readonly runner: RunnerSettings,
+    readonly options: ExecuteOptions,
+  ) {}
+
+  get executionId(): string {
+    return this.options.executionId;
+  }
+
+  get spec(): ToolSpec {
+    return this.prepared.tool.spec;
+  }
+
+  get runnerName(): string {
+    return this.runner.runnerName;
+  }
+
+  get caller(): string {
+    return this.options.caller ?? "anonymous";
+  }
+
+  get traceParent(): string | undefined {
+    return this.options.traceParent;
+  }
+
+  /** Checks the inputs, calls the handler and gives its result: see {@link executeTool}. */
+  start(): MaybePromise<ToolResult> {
+    const tool = this.prepared.tool;
+    const name = tool.spec.name;
+    const options = this.options;
+    for (const observer of this.runner.observers) observer.onRunStart?.(this);
+    const inputCheck = checkJsonObject(this.inputs, "inputs", this.runner.jsonLimits);
+    if (!inputCheck.ok)
+      return this.#ended(failed(name, ErrorType.InputValidation, inputCheck.problem, 0, this.#metadata(0)));
+    const inputProblems = tool.checkInputs?.(inputCheck.value) ?? [];
+    if (inputProblems.length > 0) {
+      const details = `inputs do not match the input schema of ${quote(name)}: ${inputProblems.join("; ")}`;
+      return this.#ended(failed(name, ErrorType.InputValidation, details, 0, this.#metadata(0)));
+    }
+    const caller =
+      options.signal === undefined || "onAbort" in options.signal
+        ? options.signal
+        : cancellationOfSignal(options.signal);
+    if (caller?.aborted) {
+      return isDeadlineExceeded(caller.reason)
+        ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out before it started`, 0, this.#metadata(0))
+        : failed(
+            name,
+            ErrorType.Cancelled,
+            `run of ${quote(name)} was cancelled before it started`,
+            0,
+            this.#metadata(0),
+          );
+    }
+
+    const handlerCancellation = (this.#handlerCancellation = new Cancellation());
+    // Timers shared by every run with the same delay (see SharedTimers): none is made per run.
+    this.#timer = sharedTimers.schedule(this.prepared.timeoutMs, abortOnTimeout, this);
+    const heartbeatMs = options.heartbeatTimeoutMs ?? 0;
+    if (heartbeatMs > 0) this.#heartbeatTimer = sharedTimers.schedule(heartbeatMs, abortOnHeartbeat, this);
+    if (caller) {
+      this.#caller = caller;
+      this.#onCallerAbort = (reason) => this.abort(isDeadlineExceeded(reason) ? "deadline" : "cancelled");
+      caller.onAbort(this.#onCallerAbort);
+    }
+    const context = new HandlerContext(
+      handlerCancellation,
+      {
+        executionId: options.executionId,
+        toolName: name,
+        deadline: new Date(this.#startedAtMs + this.prepared.timeoutMs),
+      },
+      this,
+    );
+
+    const sink = options.sink;
+    sink?.starting?.();
+    this.#began = performance.now();
+    let returned: unknown;
+    try {
+      returned = this.prepared.handler(inputCheck.value, context);
+    } catch (error) {
+      // The handler threw synchronously.
+      return this.#conclude({ kind: "threw", error });
+    }
+    if (!isThenable(returned)) {
+      // A handler that returned a value ends the run now: no promise, no turn of the microtask
+      // queue between the handler and whoever waits for the result.
+      sink?.handlerCalled?.(settledAlready);
+      const abortReason = this.#abortReason;
+      return this.#conclude(
+        abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned },
+      );
+    }
+    // Whichever comes first, the handler or an abort, concludes the run and resolves its one
+    // promise: a race of derived promises, then a promise per layer above, cost several promises
+    // and their reactions for every run of an async handler.
+    const ended = new Promise<ToolResult>((resolve) => (this.#resolve = resolve));
+    const handlerSettled = Promise.resolve(returned);
+    void handlerSettled.then(
+      (value) => this.#settle({ kind: "returned", value }),
+      (error: unknown) => this.#settle({ kind: "threw", error }),
+    );
+    sink?.handlerCalled?.(handlerSettled.then(ignore, ignore));
+    const abortReason = this.#abortReason;
+    if (abortReason) this.#settle({ kind: "aborted", reason: abortReason });
+    return ended;
+  }
+
+  /** Concludes a run whose handler returned a promise, once: the handler settled, or an abort came first. */
+  #settle(outcome: HandlerOutcome): void {
+    const resolve = this.#resolve;
+    if (!resolve) return;
+    this.#resolve = undefined;
+    resolve(this.#conclude(outcome));
+  }
+
+  /** Ends the run for `reason`, once: the handler's signal aborts and nobody waits for it any more. */
+  abort(reason: AbortReason): void {
+    if (this.#abortReason) return;
+    this.#abortReason = reason;
+    if (reason === "cancelled" || reason === "deadline") {
+      this.#cancelReason = abortReasonText(this.#caller?.reason, "the caller went away");
+    }
+    const why =
+      reason === "timeout"
+        ? `timed out after ${this.prepared.timeoutMs} ms`
+        : reason === "heartbeat"
+          ? `no progress reported for ${this.options.heartbeatTimeoutMs} ms`
+          : reason === "deadline"
+            ? `timed out: ${this.#cancelReason}`
+            : `cancelled: ${this.#cancelReason}`;
+    this.#handlerCancellation?.abort(new Error(why));
+    this.#settle({ kind: "aborted", reason });
+  }
+
+  reportProgress(report: ProgressReport): void {
+    const fraction = report.fraction;
+    if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {
+      throw new RangeError(`progress fraction ${String(fraction)} is outside 0..1`);
+    }
+    if (!this.#running) return;
+    if (this.#heartbeatTimer) {
+      this.#heartbeatTimer.cancel();
+      this.#heartbeatTimer = sharedTimers.schedule(this.options.heartbeatTimeoutMs ?? 0, abortOnHeartbeat, this);
+    }
+    const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
+    this.options.sink?.progress?.(fraction === undefined ? { message } : { fraction, message });
+  }
+
+  log(level: Parameters<ToolContext["log"]>[0], message: string): void {
+    if (!this.#running) return;
+    this.options.sink?.log?.(level, String(message).slice(0, maxLogMessageLength));
+  }
+
+  emitOutput(chunk: JsonValue): void {
+    const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
+    if (!check.ok) throw new TypeError(check.problem);
+    if (this.#running) this.options.sink?.output?.(check.value["chunk"] as JsonValue);
+  }
+
+  #conclude(outcome: HandlerOutcome): ToolResult {
+    this.#running = false;
+    this.#timer?.cancel();
+    this.#heartbeatTimer?.cancel();
+    if (this.#onCallerAbort) this.#caller?.offAbort(this.#onCallerAbort);
+    const durationMs = performance.now() - this.#began;
+    // Let a handler that is still running learn that nobody waits for it any more.
+    this.#handlerCancellation?.abort(runFinished);
+    return this.#ended(this.#resultOf(outcome, durationMs));
+  }
+
+  /** Tells the runner's observers of the run's end, and gives its result. */
+  #ended(result: ToolResult): ToolResult {
+    for (const observer of this.runner.observers) observer.onRunEnd?.(this, result);
+    return result;
+  }
+
+  /**
+   * The result's metadata, built as one literal and then extended in place: spreads in the middle
+   * of a literal take V8's slow generic path.
+   */
+  #metadata(durationMs: number): JsonObject {
+    const options = this.options;
+    const startedAtMs = this.#startedAtMs;
     const startedAtText = isoTime(startedAtMs);
     const finishedAtText = isoTime(startedAtMs + durationMs);
     const facts: JsonObject = options.reserveRunFacts
       ? {
           execution_id: options.executionId,
-          tool_name: name,
-          runner: options.runnerName,
+          tool_name: this.prepared.tool.spec.name,
+          runner: this.runner.runnerName,
           started_at: startedAtText,
           finished_at: finishedAtText,
-          timeout_ms: options.timeoutMs,
-          capabilities: capabilityFlags(tool),
+          timeout_ms: this.prepared.timeoutMs,
+          capabilities: capabilityFlags(this.prepared.tool),
           attempts: 0,
           awaiting_approval_ms: 0,
           queued_ms: 0,
@@ -129,137 +360,24 @@ export function executeTool(
         }
       : {
           execution_id: options.executionId,
-          tool_name: name,
-          runner: options.runnerName,
+          tool_name: this.prepared.tool.spec.name,
+          runner: this.runner.runnerName,
           started_at: startedAtText,
           finished_at: finishedAtText,
-          timeout_ms: options.timeoutMs,
-          capabilities: capabilityFlags(tool),
+          timeout_ms: this.prepared.timeoutMs,
+          capabilities: capabilityFlags(this.prepared.tool),
         };
+    // A traceparent reads "version-traceid-spanid-flags".
+    const traceId = options.traceParent?.split("-")[1];
     if (traceId) facts["trace_id"] = traceId;
+    if (options.attempt !== undefined) facts["attempt"] = options.attempt;
     if (options.extraMetadata) Object.assign(facts, options.extraMetadata);
     return facts;
-  };
-
-  const inputCheck = checkJsonObject(inputs, "inputs", options.jsonLimits);
-  if (!inputCheck.ok) return failed(name, ErrorType.InputValidation, inputCheck.problem, 0, metadata(0));
-  const inputProblems = tool.checkInputs?.(inputCheck.value) ?? [];
-  if (inputProblems.length > 0) {
-    const details = `inputs do not match the input schema of ${quote(name)}: ${inputProblems.join("; ")}`;
-    return failed(name, ErrorType.InputValidation, details, 0, metadata(0));
-  }
-  const caller =
-    options.signal === undefined || "onAbort" in options.signal ? options.signal : cancellationOfSignal(options.signal);
-  if (caller?.aborted) {
-    return isDeadlineExceeded(caller.reason)
-      ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out before it started`, 0, metadata(0))
-      : failed(name, ErrorType.Cancelled, `run of ${quote(name)} was cancelled before it started`, 0, metadata(0));
   }
 
-  // The handler's signal: an AbortSignal is made only if the handler reads it.
-  const handlerCancellation = new Cancellation();
-  let abortReason: AbortReason | undefined;
-  // Set only for a handler that returns a promise: one that returns a value has nothing to race.
-  let settleAbort: ((outcome: HandlerOutcome) => void) | undefined;
-  let cancelReason = "";
-  const abort = (reason: AbortReason): void => {
-    if (abortReason) return;
-    abortReason = reason;
-    if (reason === "cancelled" || reason === "deadline") {
-      cancelReason = abortReasonText(caller?.reason, "the caller went away");
-    }
-    const why =
-      reason === "timeout"
-        ? `timed out after ${options.timeoutMs} ms`
-        : reason === "heartbeat"
-          ? `no progress reported for ${options.heartbeatTimeoutMs} ms`
-          : reason === "deadline"
-            ? `timed out: ${cancelReason}`
-            : `cancelled: ${cancelReason}`;
-    handlerCancellation.abort(new Error(why));
-    settleAbort?.({ kind: "aborted", reason });
-  };
-  // Timers shared by every run with the same delay (see SharedTimers): none is made per run.
-  const timer = sharedTimers.schedule(options.timeoutMs, () => abort("timeout"));
-  const heartbeatMs = options.heartbeatTimeoutMs ?? 0;
-  let heartbeatTimer: ScheduledTimer | undefined =
-    heartbeatMs > 0 ? sharedTimers.schedule(heartbeatMs, () => abort("heartbeat")) : undefined;
-  // A deadline that passed is a timeout, whoever noticed it first; anything else is a cancellation.
-  const stopListening = caller?.onAbort((reason) => abort(isDeadlineExceeded(reason) ? "deadline" : "cancelled"));
-
-  let running = true;
-  const context = new HandlerContext(
-    handlerCancellation,
-    { executionId: options.executionId, toolName: name, deadline: new Date(startedAtMs + options.timeoutMs) },
-    {
-      reportProgress(report: ProgressReport): void {
-        const fraction = report.fraction;
-        if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) {
-          throw new RangeError(`progress fraction ${String(fraction)} is outside 0..1`);
-        }
-        if (!running) return;
-        if (heartbeatTimer) {
-          heartbeatTimer.cancel();
-          heartbeatTimer = sharedTimers.schedule(heartbeatMs, () => abort("heartbeat"));
-        }
-        const message = typeof report.message === "string" ? report.message.slice(0, maxProgressMessageLength) : "";
-        options.onProgress?.(fraction === undefined ? { message } : { fraction, message });
-      },
-      log(level, message): void {
-        if (!running) return;
-        options.onLog?.(level, String(message).slice(0, maxLogMessageLength));
-      },
-      emitOutput(chunk): void {
-        const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
-        if (!check.ok) throw new TypeError(check.problem);
-        if (running) options.onOutput?.(check.value["chunk"] as JsonValue);
-      },
-    },
-  );
-
-  options.onStart?.();
-  const began = performance.now();
-  let settling: HandlerOutcome | Promise<HandlerOutcome>;
-  try {
-    const returned = handler(inputCheck.value, context);
-    if (!isThenable(returned)) {
-      options.onHandlerCalled?.(settledAlready);
-      settling = abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned };
-    } else {
-      // One promise settled by whichever comes first, the handler or an abort (the first call of
-      // a resolve function wins): a race of two derived promises cost three more promises and
-      // their reactions for every run of an async handler.
-      let settle: (outcome: HandlerOutcome) => void = ignore;
-      settling = new Promise<HandlerOutcome>((resolve) => (settle = resolve));
-      const handlerSettled = Promise.resolve(returned);
-      void handlerSettled.then(
-        (value) => settle({ kind: "returned", value }),
-        (error: unknown) => settle({ kind: "threw", error }),
-      );
-      options.onHandlerCalled?.(handlerSettled.then(ignore, ignore));
-      settleAbort = settle;
-      if (abortReason) settle({ kind: "aborted", reason: abortReason });
-    }
-  } catch (error) {
-    // The handler threw synchronously.
-    settling = { kind: "threw", error };
-  }
-  // A handler that returned a value (or threw) ends the run now: no promise, no turn of the
-  // microtask queue between the handler and whoever waits for the result.
-  return settling instanceof Promise ? settling.then(conclude) : conclude(settling);
-
-  function conclude(outcome: HandlerOutcome): ToolResult {
-    running = false;
-    timer.cancel();
-    heartbeatTimer?.cancel();
-    stopListening?.();
-    const durationMs = performance.now() - began;
-    // Let a handler that is still running learn that nobody waits for it any more.
-    handlerCancellation.abort(runFinished);
-    return resultOf(outcome, durationMs);
-  }
-
-  function resultOf(outcome: HandlerOutcome, durationMs: number): ToolResult {
+  #resultOf(outcome: HandlerOutcome, durationMs: number): ToolResult {
+    const tool = this.prepared.tool;
+    const name = tool.spec.name;
     switch (outcome.kind) {
       case "aborted":
         switch (outcome.reason) {
@@ -267,33 +385,33 @@ export function executeTool(
             return failed(
               name,
               ErrorType.Timeout,
-              `run of ${quote(name)} timed out after ${options.timeoutMs} ms`,
+              `run of ${quote(name)} timed out after ${this.prepared.timeoutMs} ms`,
               durationMs,
-              metadata(durationMs),
+              this.#metadata(durationMs),
             );
           case "deadline":
             return failed(
               name,
               ErrorType.Timeout,
-              `run of ${quote(name)} timed out: ${cancelReason}`,
+              `run of ${quote(name)} timed out: ${this.#cancelReason}`,
               durationMs,
-              metadata(durationMs),
+              this.#metadata(durationMs),
             );
           case "heartbeat":
             return failed(
               name,
               ErrorType.HeartbeatTimeout,
-              `handler of ${quote(name)} reported no progress for ${heartbeatMs} ms, its heartbeat timeout`,
+              `handler of ${quote(name)} reported no progress for ${this.options.heartbeatTimeoutMs ?? 0} ms, its heartbeat timeout`,
               durationMs,
-              metadata(durationMs),
+              this.#metadata(durationMs),
             );
           case "cancelled":
             return failed(
               name,
               ErrorType.Cancelled,
-              `run of ${quote(name)} was cancelled: ${cancelReason}`,
+              `run of ${quote(name)} was cancelled: ${this.#cancelReason}`,
               durationMs,
-              metadata(durationMs),
+              this.#metadata(durationMs),
             );
         }
         break;
@@ -305,7 +423,7 @@ export function executeTool(
             outcome.error.errorType,
             `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${outcome.error.details}`,
             durationMs,
-            metadata(durationMs),
+            this.#metadata(durationMs),
           );
         }
         if (outcome.error instanceof Error && outcome.error.name === "ProviderError") {
@@ -314,7 +432,7 @@ export function executeTool(
             ErrorType.Provider,
             `provider of ${quote(name)} failed: ${outcome.error.message}`,
             durationMs,
-            metadata(durationMs),
+            this.#metadata(durationMs),
           );
         }
         return failed(
@@ -322,17 +440,17 @@ export function executeTool(
           ErrorType.Handler,
           `handler of ${quote(name)} failed: ${describeThrown(outcome.error)}`,
           durationMs,
-          metadata(durationMs),
+          this.#metadata(durationMs),
         );
       case "returned": {
-        const outputCheck = checkJsonObject(outcome.value, "output", options.jsonLimits);
+        const outputCheck = checkJsonObject(outcome.value, "output", this.runner.jsonLimits);
         if (!outputCheck.ok) {
           return failed(
             name,
             ErrorType.OutputValidation,
             `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`,
             durationMs,
-            metadata(durationMs),
+            this.#metadata(durationMs),
           );
         }
         const problems = tool.checkOutput?.(outputCheck.value) ?? [];
@@ -342,10 +460,10 @@ export function executeTool(
             ErrorType.OutputValidation,
             `output of ${quote(name)} does not match its output schema: ${problems.join("; ")}`,
             durationMs,
-            metadata(durationMs),
+            this.#metadata(durationMs),
           );
         }
-        const facts = metadata(durationMs);
+        const facts = this.#metadata(durationMs);
         facts["output_bytes"] = outputCheck.bytes;
         return succeeded(outputCheck.value, durationMs, facts);
       }

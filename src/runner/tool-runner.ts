@@ -10,8 +10,8 @@ import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-re
 import { checkDurationMs } from "../registry/check-duration.js";
 import { toolNotFound } from "../registry/tool-not-found.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
-import { executeTool } from "./execute-tool.js";
-import type { RunInfo, RunObserver } from "./run-observer.js";
+import { ToolExecution, type RunnerSettings, type RunSink } from "./execute-tool.js";
+import type { RunObserver } from "./run-observer.js";
 
 /** Options of a {@link ToolRunner}. */
 export interface ToolRunnerOptions {
@@ -53,6 +53,14 @@ export interface ExecuteCallOptions {
   readonly heartbeatTimeoutMs?: number | undefined;
   /** Facts added to the result's metadata. */
   readonly extraMetadata?: JsonObject | undefined;
+  /**
+   * Receives progress, log lines, output and the handler's start and settling, as one object's
+   * methods (one object per run instead of a closure per callback). The callbacks above, when
+   * given, are called too, after the sink.
+   */
+  readonly sink?: RunSink | undefined;
+  /** The attempt this run is, recorded in the metadata as `attempt`. */
+  readonly attempt?: number | undefined;
   /** See ExecuteOptions.reserveRunFacts (the execution manager sets it). */
   readonly reserveRunFacts?: boolean | undefined;
 }
@@ -69,12 +77,14 @@ export interface PreparedRun {
  * is this runner's own: a set of tool names that execute requires. All methods but execute are
  * synchronous and therefore atomic under concurrent callers.
  */
-export class ToolRunner {
+export class ToolRunner implements RunnerSettings {
   readonly #active = new Set<string>();
   readonly #defaultTimeoutMs: number;
-  readonly #jsonLimits: JsonLimits;
+  /** Limits on inputs and outputs. */
+  readonly jsonLimits: JsonLimits;
   readonly #maxActiveTools: number;
-  readonly #observers: readonly RunObserver[];
+  /** Observers told of every run's start and end. */
+  readonly observers: readonly RunObserver[];
 
   constructor(
     readonly name: string,
@@ -82,9 +92,14 @@ export class ToolRunner {
     options: ToolRunnerOptions = {},
   ) {
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
-    this.#jsonLimits = options.jsonLimits ?? defaultJsonLimits;
+    this.jsonLimits = options.jsonLimits ?? defaultJsonLimits;
     this.#maxActiveTools = options.maxActiveTools ?? 10_000;
-    this.#observers = options.observers ?? [];
+    this.observers = options.observers ?? [];
+  }
+
+  /** The runner's name, as its runs record it (see RunnerSettings). */
+  get runnerName(): string {
+    return this.name;
   }
 
   /** Number of active tools. */
@@ -201,37 +216,10 @@ export class ToolRunner {
     inputs: unknown,
     options: ExecuteCallOptions & { executionId: string },
   ): MaybePromise<ToolResult> {
-    const info: RunInfo = {
-      executionId: options.executionId,
-      spec: prepared.tool.spec,
-      runnerName: this.name,
-      caller: options.caller ?? "anonymous",
-      inputs,
-      traceParent: options.traceParent,
-    };
-    for (const observer of this.#observers) observer.onRunStart?.(info);
-    const result = executeTool(prepared.tool, prepared.handler, inputs, {
-      executionId: options.executionId,
-      runnerName: this.name,
-      timeoutMs: prepared.timeoutMs,
-      signal: options.signal,
-      jsonLimits: this.#jsonLimits,
-      onProgress: options.onProgress,
-      onStart: options.onStart,
-      onHandlerCalled: options.onHandlerCalled,
-      traceParent: options.traceParent,
-      onLog: options.onLog,
-      onOutput: options.onOutput,
-      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
-      extraMetadata: options.extraMetadata,
-      reserveRunFacts: options.reserveRunFacts,
-    });
-    return result instanceof Promise ? result.then((ended) => this.#ended(info, ended)) : this.#ended(info, result);
-  }
-
-  #ended(info: RunInfo, result: ToolResult): ToolResult {
-    for (const observer of this.#observers) observer.onRunEnd?.(info, result);
-    return result;
+    // The call's options go to the run as they are (no copy per run); callbacks given one by one
+    // are gathered into a sink first. The run tells the observers of its start and end itself (it
+    // is the RunInfo they get), so that its end needs no promise of its own here.
+    return new ToolExecution(prepared, inputs, this, hasCallbacks(options) ? withSink(options) : options).start();
   }
 
   /**
@@ -248,4 +236,43 @@ export class ToolRunner {
     const result = await this.run(prepared, inputs, { ...options, executionId });
     return { executionId, result };
   }
+}
+
+/** Whether the call gave any of the callbacks one by one. */
+function hasCallbacks(options: ExecuteCallOptions): boolean {
+  return (
+    options.onProgress !== undefined ||
+    options.onLog !== undefined ||
+    options.onOutput !== undefined ||
+    options.onStart !== undefined ||
+    options.onHandlerCalled !== undefined
+  );
+}
+
+/** The call's options with its callbacks gathered into a sink (after the sink it gave, if any). */
+function withSink<T extends ExecuteCallOptions>(options: T): T {
+  const given = options.sink;
+  const sink: RunSink = {
+    progress(report) {
+      given?.progress?.(report);
+      options.onProgress?.(report);
+    },
+    log(level, message) {
+      given?.log?.(level, message);
+      options.onLog?.(level, message);
+    },
+    output(chunk) {
+      given?.output?.(chunk);
+      options.onOutput?.(chunk);
+    },
+    starting() {
+      given?.starting?.();
+      options.onStart?.();
+    },
+    handlerCalled(settled) {
+      given?.handlerCalled?.(settled);
+      options.onHandlerCalled?.(settled);
+    },
+  };
+  return { ...options, sink };
 }

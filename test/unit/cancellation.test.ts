@@ -54,4 +54,27 @@ describe("Cancellation", () => {
     expect(view.aborted).to.equal(true);
     expect(view.reason).to.equal("gone");
   });
+
+  it("removes a listener by itself with offAbort, on a Cancellation and on an AbortSignal's view", () => {
+    const cancellation = new Cancellation();
+    const controller = new AbortController();
+    const view = cancellationOfSignal(controller.signal);
+    const heard: string[] = [];
+    for (const [name, source] of [
+      ["cancellation", cancellation],
+      ["signal", view],
+    ] as const) {
+      const removed = (): number => heard.push(`${name} removed`);
+      const kept = (): number => heard.push(`${name} kept`);
+      source.onAbort(removed);
+      source.onAbort(kept);
+      source.offAbort(removed);
+      // Removing twice, or a listener never added, changes nothing.
+      source.offAbort(removed);
+      source.offAbort(() => undefined);
+    }
+    cancellation.abort("stop");
+    controller.abort("stop");
+    expect(heard).to.deep.equal(["cancellation kept", "signal kept"]);
+  });
 });

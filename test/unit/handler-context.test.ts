@@ -23,7 +23,8 @@ describe("HandlerContext", () => {
     const cancellation = new CountingCancellation();
     const context = new HandlerContext(cancellation, run, noActions);
     // Reading the other members makes no AbortSignal either.
-    expect([context.executionId, context.log]).to.deep.equal(["run-1", noActions.log]);
+    expect(context.executionId).to.equal("run-1");
+    expect(context.log).to.be.a("function");
     expect(cancellation.reads, "no AbortSignal before the handler reads one").to.equal(0);
     const signal = context.signal;
     expect(cancellation.reads).to.equal(1);
@@ -33,6 +34,29 @@ describe("HandlerContext", () => {
     cancellation.abort(reason);
     expect(signal.aborted).to.equal(true);
     expect(signal.reason).to.equal(reason);
+  });
+
+  it("gives the run's methods bound to the run, made on first read and the same on every read", () => {
+    const calls: string[] = [];
+    const actions = {
+      prefix: "run",
+      reportProgress(this: { prefix: string }, report: { message?: string }) {
+        calls.push(`${this.prefix} progress ${report.message ?? ""}`);
+      },
+      log(this: { prefix: string }, level: string, message: string) {
+        calls.push(`${this.prefix} ${level} ${message}`);
+      },
+      emitOutput(this: { prefix: string }, chunk: unknown) {
+        calls.push(`${this.prefix} output ${JSON.stringify(chunk)}`);
+      },
+    };
+    const context = new HandlerContext(new Cancellation(), run, actions);
+    expect(context.log).to.equal(context.log);
+    const { reportProgress, log, emitOutput } = context;
+    reportProgress({ message: "half" });
+    log("warn", "careful");
+    emitOutput({ part: 1 });
+    expect(calls).to.deep.equal(["run progress half", "run warn careful", 'run output {"part":1}']);
   });
 
   it("spreads and destructures as the object literal it replaced did: every member, the signal included", () => {

@@ -32,6 +32,21 @@ describe("SharedTimers", () => {
     for (const time of times) expect(time - start).to.be.at.least(29);
   });
 
+  it("calls a callback with the argument it was scheduled with, so one function serves many", async () => {
+    const timers = new SharedTimers();
+    const heard: string[] = [];
+    const done = new Promise<void>((resolve) => {
+      const hear = (run: { name: string }): void => {
+        heard.push(run.name);
+        if (heard.length === 2) resolve();
+      };
+      timers.schedule(5, hear, { name: "first" });
+      timers.schedule(5, hear, { name: "second" });
+    });
+    await done;
+    expect(heard).to.deep.equal(["first", "second"]);
+  });
+
   it("runs callbacks of different delays by their own delays", async () => {
     const timers = new SharedTimers();
     const order: string[] = [];
