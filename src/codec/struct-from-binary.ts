@@ -39,6 +39,15 @@ const tagStruct = (5 << 3) | wireDelimited;
 const tagList = (6 << 3) | wireDelimited;
 const tagListItem = (1 << 3) | wireDelimited;
 
+/**
+ * Keys of JSON Schema whose value is an object keyed by names its author chose (property names,
+ * definitions). V8 gives an object a new hidden class for every key sequence it has not seen, about
+ * 2 µs a key, and every tool's schema names its own properties: such an object is made as a
+ * dictionary from the start (see {@link authorKeyedObject}). Other objects (schemas themselves,
+ * whose keys are the few keywords of JSON Schema) stay as V8 makes them.
+ */
+const authorKeyed = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+
 /** One map entry of Struct.fields (key = 1, value = 2); a value field seen twice merges, as a message does. */
 function readEntry(reader: WireReader, end: number, target: JsonObject): void {
   let key = "";
@@ -46,7 +55,7 @@ function readEntry(reader: WireReader, end: number, target: JsonObject): void {
   while (reader.pos < end) {
     const tag = reader.tag();
     if (tag === tagKey) key = reader.string(true);
-    else if (tag === tagValue) value = readValue(reader, reader.delimited(), value);
+    else if (tag === tagValue) value = readValue(reader, reader.delimited(), value, authorKeyed.has(key));
     else if (tag >>> 3 === 1 || tag >>> 3 === 2) throw notDecoded;
     else reader.skip(tag & 7);
   }
@@ -54,8 +63,16 @@ function readEntry(reader: WireReader, end: number, target: JsonObject): void {
   setOwn(target, key, value === undefined ? null : value);
 }
 
-/** A google.protobuf.Value as JSON; `current` is what an earlier occurrence in the same place held. */
-export function readValue(reader: WireReader, end: number, current: JsonValue | undefined): JsonValue {
+/**
+ * A google.protobuf.Value as JSON; `current` is what an earlier occurrence in the same place held.
+ * A struct value is made as a dictionary when `authorKeys` (see authorKeyed).
+ */
+export function readValue(
+  reader: WireReader,
+  end: number,
+  current: JsonValue | undefined,
+  authorKeys = false,
+): JsonValue {
   reader.enter();
   while (reader.pos < end) {
     const tag = reader.tag();
@@ -75,7 +92,11 @@ export function readValue(reader: WireReader, end: number, current: JsonValue | 
         current = reader.bool();
         break;
       case tagStruct:
-        current = readStruct(reader, reader.delimited(), isJsonObject(current) ? current : {});
+        current = readStruct(
+          reader,
+          reader.delimited(),
+          isJsonObject(current) ? current : authorKeys ? authorKeyedObject() : {},
+        );
         break;
       case tagList:
         current = readList(reader, reader.delimited(), Array.isArray(current) ? current : []);
@@ -102,6 +123,17 @@ function readList(reader: WireReader, end: number, target: JsonValue[]): JsonVal
   reader.endAt(end);
   reader.depth--;
   return target;
+}
+
+/**
+ * An empty plain object in V8's dictionary mode: adding keys to it makes no hidden classes. Deleting
+ * a property that is not the last one added is what turns an object into a dictionary.
+ */
+function authorKeyedObject(): JsonObject {
+  const object: JsonObject = { first: null, second: null };
+  delete object["first"];
+  delete object["second"];
+  return object;
 }
 
 function isJsonObject(value: JsonValue | undefined): value is JsonObject {

@@ -55,10 +55,10 @@ function walkJsonObject(
   if (!isPlainObject(value)) {
     return { ok: false, problem: `${label} is ${describe(value)}: it must be a JSON object` };
   }
+  const walk: Walk = { label, limits, copy, bytes: 0, trail: [], ancestors: [] };
   try {
-    const total = { bytes: 0, copy };
-    const clone = copyJson(value, label, 1, limits, new Set(), total);
-    return { ok: true, copy: clone, bytes: total.bytes };
+    const clone = copyJson(value, 1, walk);
+    return { ok: true, copy: clone, bytes: walk.bytes };
   } catch (error) {
     if (error instanceof JsonProblem) return { ok: false, problem: error.message };
     if (error instanceof RangeError) {
@@ -68,94 +68,121 @@ function walkJsonObject(
   }
 }
 
-/** The running size of a walk, and whether it copies what it walks. */
-interface WalkTotal {
-  bytes: number;
+/**
+ * One walk: its running size, whether it copies what it walks, and where it is. The path of the
+ * value being walked is kept as the keys and indexes leading to it, and written out only for a
+ * message: building it as a string for every value cost more than the rest of the check.
+ */
+interface Walk {
+  readonly label: string;
+  readonly limits: JsonLimits;
   readonly copy: boolean;
+  bytes: number;
+  /** Keys (object fields) and indexes (array items) from the top to the value being walked. */
+  readonly trail: (string | number)[];
+  /** The containers from the top to the one being walked: a value among them is a cycle. */
+  readonly ancestors: object[];
+}
+
+/** The path of the value being walked, as messages name it: `inputs.items[2].name`. */
+function pathOf(walk: Walk): string {
+  let path = walk.label;
+  for (const step of walk.trail) path += typeof step === "number" ? `[${step}]` : `.${step}`;
+  return path;
 }
 
 /**
- * Copies a JSON value (or only walks it, unless `total.copy`), adding its compact JSON size to
- * `total.bytes`; throws a JsonProblem naming the path of the first thing that is not JSON or
+ * Copies a JSON value (or only walks it, unless `walk.copy`), adding its compact JSON size to
+ * `walk.bytes`; throws a JsonProblem naming the path of the first thing that is not JSON or
  * breaks a limit.
  */
-function copyJson(
-  value: unknown,
-  path: string,
-  depth: number,
-  limits: JsonLimits,
-  ancestors: Set<object>,
-  total: WalkTotal,
-): unknown {
+function copyJson(value: unknown, depth: number, walk: Walk): unknown {
   switch (typeof value) {
     case "string":
-      total.bytes += Buffer.byteLength(value) + 2;
+      walk.bytes += Buffer.byteLength(value) + 2;
       break;
     case "boolean":
-      total.bytes += value ? 4 : 5;
+      walk.bytes += value ? 4 : 5;
       break;
     case "number":
       if (!Number.isFinite(value)) {
-        throw new JsonProblem(`${path} is ${String(value)}: JSON numbers must be finite`);
+        throw new JsonProblem(`${pathOf(walk)} is ${String(value)}: JSON numbers must be finite`);
       }
-      total.bytes += String(value).length;
+      walk.bytes += numberTextLength(value);
       break;
     case "object":
-      return value === null ? ((total.bytes += 4), null) : copyContainer(value, path, depth, limits, ancestors, total);
+      return value === null ? ((walk.bytes += 4), null) : copyContainer(value, depth, walk);
     default:
-      throw new JsonProblem(`${path} is ${describe(value)}: it is not a JSON value`);
+      throw new JsonProblem(`${pathOf(walk)} is ${describe(value)}: it is not a JSON value`);
   }
-  if (total.bytes > limits.maxBytes) throw tooLarge(path, limits);
+  if (walk.bytes > walk.limits.maxBytes) throw tooLarge(walk);
   return value;
 }
 
-function copyContainer(
-  value: object,
-  path: string,
-  depth: number,
-  limits: JsonLimits,
-  ancestors: Set<object>,
-  total: WalkTotal,
-): unknown {
-  if (depth > limits.maxDepth) {
-    throw new JsonProblem(`${path} is nested deeper than ${limits.maxDepth} levels`);
+function copyContainer(value: object, depth: number, walk: Walk): unknown {
+  if (depth > walk.limits.maxDepth) {
+    throw new JsonProblem(`${pathOf(walk)} is nested deeper than ${walk.limits.maxDepth} levels`);
   }
-  if (ancestors.has(value)) {
-    throw new JsonProblem(`${path} is a reference to one of its ancestors: JSON cannot hold cycles`);
+  // The ancestors are at most maxDepth containers, usually a few: a scan costs less than a Set.
+  if (walk.ancestors.includes(value)) {
+    throw new JsonProblem(`${pathOf(walk)} is a reference to one of its ancestors: JSON cannot hold cycles`);
   }
-  ancestors.add(value);
-  total.bytes += 2;
+  walk.ancestors.push(value);
+  walk.bytes += 2;
   let copy: unknown;
+  const trail = walk.trail;
   if (Array.isArray(value)) {
-    const items: unknown[] | undefined = total.copy ? [] : undefined;
+    const items: unknown[] | undefined = walk.copy ? [] : undefined;
     for (let index = 0; index < value.length; index++) {
-      total.bytes += 1;
-      const item = copyJson(value[index], `${path}[${index}]`, depth + 1, limits, ancestors, total);
+      walk.bytes += 1;
+      trail.push(index);
+      const item = copyJson(value[index], depth + 1, walk);
+      trail.pop();
       items?.push(item);
     }
     copy = items;
-    if (value.length > 0) total.bytes -= 1; // no comma after the last item
+    if (value.length > 0) walk.bytes -= 1; // no comma after the last item
   } else if (isPlainObject(value)) {
-    const fields: Record<string, unknown> | undefined = total.copy ? {} : undefined;
+    const fields: Record<string, unknown> | undefined = walk.copy ? {} : undefined;
     const keys = Object.keys(value);
     for (const key of keys) {
-      total.bytes += Buffer.byteLength(key) + 4;
-      const child = copyJson(value[key], `${path}.${key}`, depth + 1, limits, ancestors, total);
-      // defineProperty, not assignment: a key such as "__proto__" stays an ordinary field.
-      if (fields)
-        Object.defineProperty(fields, key, { value: child, enumerable: true, writable: true, configurable: true });
+      walk.bytes += Buffer.byteLength(key) + 4;
+      trail.push(key);
+      const child = copyJson(value[key], depth + 1, walk);
+      trail.pop();
+      if (fields) {
+        // defineProperty for "__proto__", which assignment would take as the prototype.
+        if (key === "__proto__") {
+          Object.defineProperty(fields, key, { value: child, enumerable: true, writable: true, configurable: true });
+        } else {
+          fields[key] = child;
+        }
+      }
     }
     copy = fields;
-    if (keys.length > 0) total.bytes -= 1;
+    if (keys.length > 0) walk.bytes -= 1;
   } else {
-    throw new JsonProblem(`${path} is ${describe(value)}: only plain objects and arrays are JSON`);
+    throw new JsonProblem(`${pathOf(walk)} is ${describe(value)}: only plain objects and arrays are JSON`);
   }
-  ancestors.delete(value);
+  walk.ancestors.pop();
   return copy;
 }
 
-function tooLarge(path: string, limits: JsonLimits): JsonProblem {
-  return new JsonProblem(`${path} is larger than the limit of ${limits.maxBytes} bytes`);
+/**
+ * The length of a finite number's JSON text. Integers, most numbers in practice, are counted by
+ * their digits; converting every number to a string only to measure it was a good part of a
+ * check of numeric inputs.
+ */
+function numberTextLength(value: number): number {
+  if (!Number.isSafeInteger(value)) return String(value).length;
+  // -0 is written "0".
+  let length = value < 0 ? 2 : 1;
+  for (let rest = Math.abs(value); rest >= 10; rest = Math.floor(rest / 10)) length += 1;
+  return length;
+}
+
+function tooLarge(walk: Walk): JsonProblem {
+  return new JsonProblem(`${pathOf(walk)} is larger than the limit of ${walk.limits.maxBytes} bytes`);
 }
 
 /** Whether `value` is an object whose prototype is Object.prototype or null. */

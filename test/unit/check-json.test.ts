@@ -20,6 +20,23 @@ describe("checkJsonObject()", () => {
     expect(result.bytes).to.equal(JSON.stringify({ a: [1, "x", null, true, { b: -0.5 }] }).length);
   });
 
+  it("counts the bytes of the compact JSON text, for numbers of every kind and strings beyond ASCII", () => {
+    const numbers = [0, -0, 7, -7, 9, 10, 99, 100, -100, 123456789, 2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53, 1e21];
+    numbers.push(0.5, -0.25, 1e-7, 123.456, Number.MAX_VALUE, Number.MIN_VALUE, 1e300, -1.5e-300);
+    for (let index = 0; index < 200; index++) numbers.push(Math.round((Math.random() - 0.5) * 10 ** (index % 17)));
+    const value = { numbers, text: "naïve ☃ 🎉", nested: [{ "key é": [true, false, null] }, []], empty: {} };
+    const result = check(value);
+    expect(result.ok).to.equal(true);
+    if (result.ok) expect(result.bytes).to.equal(Buffer.byteLength(JSON.stringify(value)));
+  });
+
+  it("names the path of a problem deep inside arrays and objects", () => {
+    expect(problem({ a: [{ b: [0, { c: 1n }] }] })).to.equal("value.a[0].b[1].c is a BigInt: it is not a JSON value");
+    const cycle: Record<string, unknown> = { x: [1] };
+    (cycle["x"] as unknown[]).push({ back: cycle });
+    expect(problem(cycle)).to.equal("value.x[1].back is a reference to one of its ancestors: JSON cannot hold cycles");
+  });
+
   it("accepts a shared, acyclic reference twice", () => {
     const shared = { v: 1 };
     expect(check({ left: shared, right: shared }).ok).to.equal(true);

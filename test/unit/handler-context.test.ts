@@ -36,7 +36,7 @@ describe("HandlerContext", () => {
     expect(signal.reason).to.equal(reason);
   });
 
-  it("gives the run's methods bound to the run, made on first read and the same on every read", () => {
+  it("gives the run's methods bound to the run, the same on every read", () => {
     const calls: string[] = [];
     const actions = {
       prefix: "run",
