@@ -166,6 +166,22 @@ export async function* watchForCall(
   if (record.isLive && end === "shutdown") throw callEnded(record, context, untilEnd);
 }
 
+/**
+ * What {@link watchForCall} gives a call that owns a run which ended already (its handler returned
+ * a value inside start) in memory: every event, in one batch; undefined for any other run, which is
+ * watched. A stream of such a run needs none of the watch's generators, cancellation and
+ * listeners. Once the batch is sent, {@link endedRunError} says how the stream ends.
+ */
+export function endedRunEvents(record: ExecutionRecord): readonly RunEvent[] | undefined {
+  return record.answeredWith && !record.isLive && !record.persisted ? record.events : undefined;
+}
+
+/** The error a stream of a run that ended (see {@link endedRunEvents}) ends with, as watchForCall's. */
+export function endedRunError(record: ExecutionRecord, context: HandlerContext): Error | undefined {
+  const deadline = callEndOf(context) === "deadline" || endedByDeadline(context, record.result);
+  return deadline ? deadlineExceeded(record, true) : undefined;
+}
+
 function callEnded(record: ExecutionRecord, context: HandlerContext, owned: boolean): Error {
   const end = callEndOf(context);
   if (end === "deadline") return deadlineExceeded(record, owned);

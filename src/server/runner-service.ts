@@ -5,7 +5,14 @@ import { checkToolName, ensure } from "../registry/names.js";
 import { registryNotFound, resolveRegistryName } from "../registry/registry-set.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf, traceParentKey } from "./call-context.js";
-import { awaitForCall, bindRunToCall, cancelInBackground, watchForCall } from "./call-run.js";
+import {
+  awaitForCall,
+  bindRunToCall,
+  cancelInBackground,
+  endedRunError,
+  endedRunEvents,
+  watchForCall,
+} from "./call-run.js";
 import { defaultConnectionOptions } from "./connection-options.js";
 import { fitToolPage } from "./fit-tool-page.js";
 import { batchedStream } from "./message-batches.js";
@@ -37,11 +44,6 @@ export function createRunnerService(
     ensureAllowed(caller, "execute", toolName);
     if (runners.registry.get(toolName)?.spec.capabilities?.unsafe) ensureAllowed(caller, "execute_unsafe", toolName);
   };
-  const callFacts = (context: HandlerContext) => ({
-    deadlineMs: context.timeoutMs(),
-    caller: callerOf(context).name,
-    traceParent: context.values.get(traceParentKey),
-  });
 
   return {
     async discoverTools(request, context) {
@@ -74,7 +76,10 @@ export function createRunnerService(
         inputs: request.inputs ?? {},
         timeoutMs: request.timeoutMs,
         options: request.options,
-        ...callFacts(context),
+        // Written out, not spread: a spread in a literal takes V8's slow generic path.
+        deadlineMs: context.timeoutMs(),
+        caller: callerOf(context).name,
+        traceParent: context.values.get(traceParentKey),
       });
       const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
       // A run this call created ends with the call; one it attached to (same idempotency key)
@@ -103,7 +108,6 @@ export function createRunnerService(
         authorizeExecution(request.toolName, context);
         // A detached run outlives this call, so the call's deadline does not bound it.
         const detach = request.options?.detachOnDisconnect ?? false;
-        const facts = callFacts(context);
         const starting = executions.startRun({
           runner: runners.createPrivate(),
           requireActive: false,
@@ -112,8 +116,9 @@ export function createRunnerService(
           inputs: request.inputs ?? {},
           timeoutMs: request.timeoutMs,
           options: request.options,
-          ...facts,
-          deadlineMs: detach ? undefined : facts.deadlineMs,
+          deadlineMs: detach ? undefined : context.timeoutMs(),
+          caller: callerOf(context).name,
+          traceParent: context.values.get(traceParentKey),
         });
         const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
         // When the call ends early (the client left, its deadline passed, or the server shuts down),
@@ -121,6 +126,14 @@ export function createRunnerService(
         // still delivers its last events to whoever is there. A detached run, or an earlier run this
         // call attached to by its idempotency key, goes on and this stream simply stops.
         const owned = !deduplicated && !detach;
+        // A run that ended inside start has every event recorded: one batch, no watch.
+        const events = owned ? endedRunEvents(record) : undefined;
+        if (events) {
+          yield events.map((event) => ({ event }));
+          const error = endedRunError(record, context);
+          if (error) throw error;
+          return;
+        }
         const unbind = owned && record.isLive ? bindRunToCall(executions, record, context) : undefined;
         try {
           for await (const events of watchForCall(executions, record, 0, context, owned)) {
