@@ -27,8 +27,10 @@ type AnyMethod = (request: unknown, context: HandlerContext) => unknown;
  * Wraps every method of a service implementation so that each call: is refused with UNAVAILABLE
  * once shutdown has begun; is authenticated (its identity put in the context); is observed by the
  * metrics, log and trace observers with its final code; and whatever it throws, synchronously, as a
- * rejection, or from inside a stream, leaves as a ConnectError made by toConnectError. Both
- * transports mount the wrapped implementation, so both answer alike.
+ * rejection, or from inside a stream, leaves as a ConnectError made by toConnectError. A unary
+ * method answers as its implementation does: at once when it returns a value (the error thrown),
+ * as a promise when it returns one. Both transports mount the wrapped implementation, so both
+ * answer alike.
  */
 export function wrapService<S extends DescService>(
   service: S,
@@ -52,6 +54,12 @@ export function wrapService<S extends DescService>(
         peerCertificate: context.values.get(peerCertificateKey),
       });
       context.values.set(identityKey, identity);
+    };
+    // The ConnectError a failed call ends with, once its observers heard its code.
+    const failed = (error: unknown, finish: (code: number) => void): ConnectError => {
+      const connectError = toConnectError(error, options.logger);
+      finish(connectError.code);
+      return connectError;
     };
     const observe = (context: HandlerContext): ((code: number) => void) => {
       const finishers = options.observers.map((observer) => observer(method, context));
@@ -80,18 +88,31 @@ export function wrapService<S extends DescService>(
                 }
               },
             )
-        : async (request, context) => {
+        : (request, context) => {
+            // Not async: an implementation that answers at once (ExecuteTool of a run that ended
+            // inside start) is answered without a promise; the gRPC adapter sends it at once, and
+            // Connect awaits whatever it gets. Throws, or rejects, with a ConnectError.
             const finish = observe(context);
+            let response: unknown;
             try {
               admit(context);
-              const response = await original(request, context);
+              response = original(request, context);
+            } catch (error) {
+              throw failed(error, finish);
+            }
+            if (!(response instanceof Promise)) {
               finish(0);
               return response;
-            } catch (error) {
-              const connectError = toConnectError(error, options.logger);
-              finish(connectError.code);
-              throw connectError;
             }
+            return response.then(
+              (value: unknown) => {
+                finish(0);
+                return value;
+              },
+              (error: unknown) => {
+                throw failed(error, finish);
+              },
+            );
           };
   }
   return wrapped as unknown as ServiceImpl<S>;

@@ -26,7 +26,7 @@ import { toConnectError } from "./to-connect-error.js";
 
 /** The reason a finished call's context aborts with, shared: building an error per call costs. */
 const callEnded = new ConnectError("the call ended", Code.Canceled);
-type UnaryMethod = (request: unknown, context: HandlerContext) => Promise<unknown>;
+type UnaryMethod = (request: unknown, context: HandlerContext) => unknown;
 type StreamingMethod = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
 
 /** Options of {@link addServiceToGrpcServer}. */
@@ -165,34 +165,83 @@ export function addServiceToGrpcServer<S extends DescService>(
           if (!release) return;
           start(call, release, () => {
             const callContext = context(call);
-            void serveUnary(call, callback, method, impl as UnaryMethod, callContext, options).finally(() => {
+            const serving = serveUnary(call, callback, method, impl as UnaryMethod, callContext, options);
+            if (serving) {
+              void serving.finally(() => {
+                ended(callContext);
+                release();
+              });
+            } else {
               ended(callContext);
               release();
-            });
+            }
           });
         };
   }
   server.addService(definition as ServiceDefinition, handlers);
 }
 
-async function serveUnary(
+/**
+ * Answers a unary call: at once (returning undefined) when the implementation answers without a
+ * promise and the pacer lets the response go now; otherwise returns a promise that settles once
+ * the response or the error was sent. Never rejects.
+ */
+function serveUnary(
   call: ServerUnaryCall<Buffer, Buffer>,
   callback: sendUnaryData<Buffer>,
   method: DescMethod,
   impl: UnaryMethod,
   context: GrpcHandlerContext,
   options: GrpcAdapterOptions,
-): Promise<void> {
+): Promise<void> | undefined {
+  let answer: unknown;
   try {
-    const request = decode(method.input, call.request);
-    const response = encode(method.output, await impl(request, context));
-    context.markAnswered();
-    const sending = sendPaced(options.pacer, () => callback(null, response));
-    if (sending) await sending;
+    answer = impl(decode(method.input, call.request), context);
   } catch (error) {
-    context.markAnswered();
-    callback(toGrpcStatus(toConnectError(error, options.logger)));
+    fail(callback, context, options, error);
+    return undefined;
   }
+  return answer instanceof Promise
+    ? answer.then(
+        (response: unknown) => respond(callback, method, context, options, response),
+        (error: unknown) => fail(callback, context, options, error),
+      )
+    : respond(callback, method, context, options, answer);
+}
+
+/** Sends a unary call's response, when the pacer lets it (see sendPaced). Never throws. */
+function respond(
+  callback: sendUnaryData<Buffer>,
+  method: DescMethod,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+  response: unknown,
+): Promise<void> | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = encode(method.output, response);
+  } catch (error) {
+    fail(callback, context, options, error);
+    return undefined;
+  }
+  context.markAnswered();
+  try {
+    return sendPaced(options.pacer, () => callback(null, bytes));
+  } catch (error) {
+    fail(callback, context, options, error);
+    return undefined;
+  }
+}
+
+/** Ends a unary call with the status of what it threw. */
+function fail(
+  callback: sendUnaryData<Buffer>,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+  error: unknown,
+): void {
+  context.markAnswered();
+  callback(toGrpcStatus(toConnectError(error, options.logger)));
 }
 
 async function serveStream(

@@ -1,5 +1,8 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import type { ExecuteToolRequest, RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
+import type { StartOutcome, StartRequest } from "../executions/execution-manager.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import { registryNotFound, resolveRegistryName } from "../registry/registry-set.js";
@@ -45,6 +48,52 @@ export function createRunnerService(
     if (runners.registry.get(toolName)?.spec.capabilities?.unsafe) ensureAllowed(caller, "execute_unsafe", toolName);
   };
 
+  /** ExecuteTool with a shared store: the tools and the activation are brought up to date first. */
+  const executeToolShared = async (request: ExecuteToolRequest, context: HandlerContext) => {
+    await syncTools();
+    authorizeExecution(request.toolName, context);
+    await activations.sync(request.runner, request.toolName);
+    return executeResponse(await executions.startRun(executeRequest(request, context)), context);
+  };
+  const executeRequest = (request: ExecuteToolRequest, context: HandlerContext): StartRequest => ({
+    runner: runners.get(request.runner),
+    requireActive: true,
+    awaitsResult: true,
+    toolName: request.toolName,
+    inputs: request.inputs ?? {},
+    timeoutMs: request.timeoutMs,
+    options: request.options,
+    // Written out, not spread: a spread in a literal takes V8's slow generic path.
+    deadlineMs: context.timeoutMs(),
+    caller: callerOf(context).name,
+    traceParent: context.values.get(traceParentKey),
+  });
+  /** The response to ExecuteTool once its run started: at once when the run is over already. */
+  const executeResponse = (
+    { record, deduplicated }: StartOutcome,
+    context: HandlerContext,
+  ): MaybePromise<{ executionId: string; result: ToolResult }> => {
+    // A run this call created ends with the call; one it attached to (same idempotency key)
+    // belongs to the call that created it and goes on. A run that is over already (its handler
+    // returned a value) has nothing to bind: on the HTTP port a binding is a listener added to
+    // and removed from the call's AbortSignal, an EventTarget, which costs microseconds.
+    if (deduplicated || !record.isLive) {
+      const answered = awaitForCall(record, context, !deduplicated);
+      return answered instanceof Promise
+        ? answered.then((result) => ({ executionId: record.id, result }))
+        : { executionId: record.id, result: answered };
+    }
+    const unbind = bindRunToCall(executions, record, context);
+    const answered = async () => {
+      try {
+        return { executionId: record.id, result: await awaitForCall(record, context, true) };
+      } finally {
+        unbind();
+      }
+    };
+    return answered();
+  };
+
   return {
     async discoverTools(request, context) {
       const runner = runners.get(request.runner);
@@ -62,37 +111,16 @@ export function createRunnerService(
       return activations.activate(request.runner, request.toolName);
     },
 
-    async executeTool(request, context) {
-      // Nothing is awaited that is there already: in memory a run of a handler that returns a
-      // value is over when startRun returns, and its result is had without a promise.
-      if (store.shared) await syncTools();
+    // Not async: in memory a run of a handler that returns a value is over when startRun returns,
+    // and the response is had without a promise (each async layer of a unary call was a promise
+    // and a turn of the microtask queue before the response could be sent).
+    executeTool(request, context) {
+      if (store.shared) return executeToolShared(request, context);
       authorizeExecution(request.toolName, context);
-      if (store.shared) await activations.sync(request.runner, request.toolName);
-      const starting = executions.startRun({
-        runner: runners.get(request.runner),
-        requireActive: true,
-        awaitsResult: true,
-        toolName: request.toolName,
-        inputs: request.inputs ?? {},
-        timeoutMs: request.timeoutMs,
-        options: request.options,
-        // Written out, not spread: a spread in a literal takes V8's slow generic path.
-        deadlineMs: context.timeoutMs(),
-        caller: callerOf(context).name,
-        traceParent: context.values.get(traceParentKey),
-      });
-      const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
-      // A run this call created ends with the call; one it attached to (same idempotency key)
-      // belongs to the call that created it and goes on. A run that is over already (its handler
-      // returned a value) has nothing to bind: on the HTTP port a binding is a listener added to
-      // and removed from the call's AbortSignal, an EventTarget, which costs microseconds.
-      const unbind = deduplicated || !record.isLive ? undefined : bindRunToCall(executions, record, context);
-      try {
-        const answered = awaitForCall(record, context, !deduplicated);
-        return { executionId: record.id, result: answered instanceof Promise ? await answered : answered };
-      } finally {
-        unbind?.();
-      }
+      const starting = executions.startRun(executeRequest(request, context));
+      return starting instanceof Promise
+        ? starting.then((started) => executeResponse(started, context))
+        : executeResponse(starting, context);
     },
 
     async deactivateTool(request, context) {
