@@ -1,6 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { ExecutionService } from "../../gen/toolruntime/v1/execution_pb.js";
+import type { ExecutionService, StartExecutionRequest } from "../../gen/toolruntime/v1/execution_pb.js";
+import type { MaybePromise } from "../async/maybe-promise.js";
+import type { StartOutcome } from "../executions/execution-manager.js";
 import {
   ensureExecutionAccess,
   mayReadExecution,
@@ -50,30 +52,41 @@ export function createExecutionService(
     return record;
   };
 
+  /** Checks a StartExecution and starts its run. */
+  const startRun = (request: StartExecutionRequest, context: HandlerContext): MaybePromise<StartOutcome> => {
+    ensure(checkToolName(request.toolName));
+    const caller = callerOf(context);
+    ensureAllowed(caller, "execute", request.toolName);
+    if (runners.registry.get(request.toolName)?.spec.capabilities?.unsafe) {
+      ensureAllowed(caller, "execute_unsafe", request.toolName);
+    }
+    return executions.startRun({
+      runner: runners.createPrivate(),
+      requireActive: false,
+      toolName: request.toolName,
+      inputs: request.inputs ?? {},
+      timeoutMs: request.timeoutMs,
+      options: request.options,
+      caller: caller.name,
+      traceParent: context.values.get(traceParentKey),
+    });
+  };
+  // In memory the record is read as soon as start returns: the run cannot have ended by then
+  // (see StartRequest.awaitsResult), so the response shows it as it started.
+  const startResponse = ({ record, deduplicated }: StartOutcome) => ({ execution: record.toProto(), deduplicated });
+  /** StartExecution with a shared store: its registry view is brought up to date, so a tool registered anywhere runs. */
+  const startExecutionShared = async (request: StartExecutionRequest, context: HandlerContext) => {
+    ensure(checkToolName(request.toolName));
+    await runtime.stores.tools.view("");
+    return startResponse(await startRun(request, context));
+  };
+
   return {
-    async startExecution(request, context) {
-      ensure(checkToolName(request.toolName));
-      // A shared store's registry view is brought up to date, so a tool registered anywhere runs.
-      if (runtime.stores.tools.shared) await runtime.stores.tools.view("");
-      const caller = callerOf(context);
-      ensureAllowed(caller, "execute", request.toolName);
-      if (runners.registry.get(request.toolName)?.spec.capabilities?.unsafe) {
-        ensureAllowed(caller, "execute_unsafe", request.toolName);
-      }
-      const starting = executions.startRun({
-        runner: runners.createPrivate(),
-        requireActive: false,
-        toolName: request.toolName,
-        inputs: request.inputs ?? {},
-        timeoutMs: request.timeoutMs,
-        options: request.options,
-        caller: caller.name,
-        traceParent: context.values.get(traceParentKey),
-      });
-      // In memory the record is read as soon as start returns: the run cannot have ended by then
-      // (see StartRequest.awaitsResult), so the response shows it as it started.
-      const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
-      return { execution: record.toProto(), deduplicated };
+    // Not async in memory: the response is had without a promise (see startRun below).
+    startExecution(request, context) {
+      if (runtime.stores.tools.shared) return startExecutionShared(request, context);
+      const starting = startRun(request, context);
+      return starting instanceof Promise ? starting.then(startResponse) : startResponse(starting);
     },
 
     // Batched (see message-batches.ts), like RunTool: a backlog or a turn's events go out together.
