@@ -190,6 +190,24 @@ export class ExecutionRecord {
     return this.#events;
   }
 
+  /**
+   * The events, as {@link events} gives them; for a finished run none of whose events was built
+   * yet, built without being kept, so that the record stays in its compact form for as long as it
+   * is retained (six RunEvent messages, their times and bodies, are about a kilobyte more per
+   * record). For a reader that reads them once: RunTool of a run that ended inside start.
+   */
+  eventsOnce(): readonly RunEvent[] {
+    if (this.isLive || this.#events.length > 0) return this.events;
+    const kindsAndValues = this.#pendingKindsAndValues;
+    const times = this.#pendingTimes;
+    const events: RunEvent[] = [];
+    for (let i = 0; i < times.length; i++) {
+      const body = { case: kindsAndValues[2 * i], value: kindsAndValues[2 * i + 1] } as EventBody;
+      events.push(runEvent(i + 1, times[i] as number, this.id, body));
+    }
+    return events;
+  }
+
   /** The sequence number of the latest event. */
   get lastSequence(): number {
     return this.#events.length + this.#pendingTimes.length;

@@ -173,7 +173,7 @@ export async function* watchForCall(
  * listeners. Once the batch is sent, {@link endedRunError} says how the stream ends.
  */
 export function endedRunEvents(record: ExecutionRecord): readonly RunEvent[] | undefined {
-  return record.answeredWith && !record.isLive && !record.persisted ? record.events : undefined;
+  return record.answeredWith && !record.isLive && !record.persisted ? record.eventsOnce() : undefined;
 }
 
 /** The error a stream of a run that ended (see {@link endedRunEvents}) ends with, as watchForCall's. */

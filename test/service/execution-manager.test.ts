@@ -266,6 +266,22 @@ describe("ExecutionManager: runs of handlers that return a value", () => {
     close();
   });
 
+  it("give their events once without keeping them built: a later read builds the same events", () => {
+    const { runtime, close } = harness([defineTool({ name: "sync.answer", handler: () => ({ answer: 42 }) })]);
+    const record = startWith(runtime, "sync.answer", true);
+    const once = record.eventsOnce();
+    expect(once.map((event) => event.event.case).at(-1)).to.equal("completed");
+    // Not kept: the record builds a new list (of equal events) when read again.
+    const again = record.eventsOnce();
+    expect(again).to.not.equal(once);
+    expect(again).to.deep.equal(once);
+    const kept = record.events;
+    expect(kept).to.deep.equal(once);
+    // Once built and kept, every read gives the kept list.
+    expect(record.eventsOnce()).to.equal(kept);
+    close();
+  });
+
   it("end after start returns for a caller that does not wait (StartExecution answers the run as it started)", async () => {
     const { runtime, close } = harness([defineTool({ name: "sync.answer", handler: () => ({ answer: 42 }) })]);
     const record = startWith(runtime, "sync.answer", false);
