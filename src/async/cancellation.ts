@@ -22,7 +22,12 @@ export interface CancellationView {
 export class Cancellation implements CancellationView {
   #aborted = false;
   #reason: unknown;
-  #listeners: ((reason: unknown) => void)[] | undefined;
+  /**
+   * The listeners: one function, or an array of them once there are two or more. Most
+   * cancellations have one listener (the run's own), and an array with one item holds room for
+   * seventeen (about 150 bytes) for as long as its run is in flight or retained.
+   */
+  #listeners: ((reason: unknown) => void) | ((reason: unknown) => void)[] | undefined;
   #controller: AbortController | undefined;
 
   get aborted(): boolean {
@@ -49,7 +54,8 @@ export class Cancellation implements CancellationView {
     const listeners = this.#listeners;
     this.#listeners = undefined;
     this.#controller?.abort(reason);
-    if (listeners) for (const listener of listeners) listener(reason);
+    if (typeof listeners === "function") listeners(reason);
+    else if (listeners) for (const listener of listeners) listener(reason);
   }
 
   onAbort(listener: (reason: unknown) => void): () => void {
@@ -57,16 +63,23 @@ export class Cancellation implements CancellationView {
       listener(this.#reason);
       return noop;
     }
-    (this.#listeners ??= []).push(listener);
+    const listeners = this.#listeners;
+    if (listeners === undefined) this.#listeners = listener;
+    else if (typeof listeners === "function") this.#listeners = [listeners, listener];
+    else listeners.push(listener);
     return () => this.offAbort(listener);
   }
 
   offAbort(listener: (reason: unknown) => void): void {
     const listeners = this.#listeners;
-    if (!listeners) return;
+    if (listeners === listener) {
+      // A cancellation outlives its run in a retained record: a removed listener is let go.
+      this.#listeners = undefined;
+      return;
+    }
+    if (!listeners || typeof listeners === "function") return;
     const index = listeners.indexOf(listener);
     if (index >= 0) listeners.splice(index, 1);
-    // A cancellation outlives its run in a retained record: an emptied list is let go.
     if (listeners.length === 0) this.#listeners = undefined;
   }
 }

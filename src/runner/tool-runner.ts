@@ -78,7 +78,8 @@ export interface PreparedRun {
  * synchronous and therefore atomic under concurrent callers.
  */
 export class ToolRunner implements RunnerSettings {
-  readonly #active = new Set<string>();
+  /** The active tools' names (see ActiveNames). */
+  readonly #active = new ActiveNames();
   readonly #defaultTimeoutMs: number;
   /** Limits on inputs and outputs. */
   readonly jsonLimits: JsonLimits;
@@ -275,4 +276,38 @@ function withSink<T extends ExecuteCallOptions>(options: T): T {
     },
   };
   return { ...options, sink };
+}
+
+/**
+ * A set of tool names that holds one name without a Set: the private runner of a StartExecution
+ * or RunTool activates one tool, and a Set with one entry is about 150 bytes more for every run in
+ * flight.
+ */
+class ActiveNames {
+  #one: string | undefined;
+  #many: Set<string> | undefined;
+
+  get size(): number {
+    return this.#many ? this.#many.size : this.#one === undefined ? 0 : 1;
+  }
+
+  has(name: string): boolean {
+    return this.#many ? this.#many.has(name) : this.#one === name;
+  }
+
+  add(name: string): void {
+    if (this.#many) this.#many.add(name);
+    else if (this.#one === undefined || this.#one === name) this.#one = name;
+    else {
+      this.#many = new Set([this.#one, name]);
+      this.#one = undefined;
+    }
+  }
+
+  delete(name: string): boolean {
+    if (this.#many) return this.#many.delete(name);
+    if (this.#one !== name) return false;
+    this.#one = undefined;
+    return true;
+  }
 }

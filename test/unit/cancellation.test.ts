@@ -25,6 +25,28 @@ describe("Cancellation", () => {
     expect(heard).to.deep.equal(["late"]);
   });
 
+  it("tells any number of listeners in the order added, whichever were removed, one alone included", () => {
+    for (const [count, removed] of [
+      [1, []],
+      [1, [0]],
+      [2, [0]],
+      [2, [1]],
+      [3, [1]],
+      [4, [0, 3]],
+    ] as const) {
+      const cancellation = new Cancellation();
+      const heard: number[] = [];
+      const listeners = Array.from({ length: count }, (_, index) => () => heard.push(index));
+      for (const listener of listeners) cancellation.onAbort(listener);
+      for (const index of removed) cancellation.offAbort(listeners[index] as () => number);
+      cancellation.abort("stop");
+      const expected = listeners
+        .map((_, index) => index)
+        .filter((index) => !(removed as readonly number[]).includes(index));
+      expect(heard, `${count} listeners, ${removed.join(",")} removed`).to.deep.equal(expected);
+    }
+  });
+
   it("makes an AbortSignal that follows it, whether asked for before or after the abort", () => {
     const early = new Cancellation();
     const signal = early.signal;
