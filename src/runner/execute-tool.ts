@@ -135,7 +135,7 @@ export function executeTool(
  * facts observers read ({@link RunInfo}). A function with closures for each of these made about a
  * dozen functions and contexts per run, which a run in flight kept alive.
  */
-export class ToolExecution implements RunInfo, HandlerContextActions {
+class ToolExecution implements RunInfo, HandlerContextActions {
   readonly #startedAtMs = Date.now();
   /** The handler's signal: an AbortSignal is made only if the handler reads it. */
   #handlerCancellation: Cancellation | undefined = undefined;

@@ -10,7 +10,7 @@ import type { ListToolsQuery, ToolPage, ToolRegistry } from "../registry/tool-re
 import { checkDurationMs } from "../registry/check-duration.js";
 import { toolNotFound } from "../registry/tool-not-found.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
-import { ToolExecution, type RunnerSettings, type RunSink } from "./execute-tool.js";
+import { executeTool, type RunnerSettings, type RunSink } from "./execute-tool.js";
 import type { RunObserver } from "./run-observer.js";
 
 /** Options of a {@link ToolRunner}. */
@@ -220,7 +220,7 @@ export class ToolRunner implements RunnerSettings {
     // The call's options go to the run as they are (no copy per run); callbacks given one by one
     // are gathered into a sink first. The run tells the observers of its start and end itself (it
     // is the RunInfo they get), so that its end needs no promise of its own here.
-    return new ToolExecution(prepared, inputs, this, hasCallbacks(options) ? withSink(options) : options).start();
+    return executeTool(prepared, inputs, this, hasCallbacks(options) ? withSink(options) : options);
   }
 
   /**
