@@ -217,15 +217,9 @@ function respond(
   options: GrpcAdapterOptions,
   response: unknown,
 ): Promise<void> | undefined {
-  let bytes: Buffer;
   try {
-    bytes = encode(method.output, response);
-  } catch (error) {
-    fail(callback, context, options, error);
-    return undefined;
-  }
-  context.markAnswered();
-  try {
+    const bytes = encode(method.output, response);
+    context.markAnswered();
     return sendPaced(options.pacer, () => callback(null, bytes));
   } catch (error) {
     fail(callback, context, options, error);
