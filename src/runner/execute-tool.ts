@@ -200,15 +200,10 @@ class ToolExecution implements RunInfo, HandlerContextActions {
         ? options.signal
         : cancellationOfSignal(options.signal);
     if (caller?.aborted) {
-      return isDeadlineExceeded(caller.reason)
-        ? failed(name, ErrorType.Timeout, `run of ${quote(name)} timed out before it started`, 0, this.#metadata(0))
-        : failed(
-            name,
-            ErrorType.Cancelled,
-            `run of ${quote(name)} was cancelled before it started`,
-            0,
-            this.#metadata(0),
-          );
+      const [errorType, details] = isDeadlineExceeded(caller.reason)
+        ? [ErrorType.Timeout, `run of ${quote(name)} timed out before it started`]
+        : [ErrorType.Cancelled, `run of ${quote(name)} was cancelled before it started`];
+      return this.#ended(failed(name, errorType, details, 0, this.#metadata(0)));
     }
 
     const handlerCancellation = (this.#handlerCancellation = new Cancellation());
