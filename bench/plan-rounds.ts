@@ -14,13 +14,13 @@ export type Step =
 const variantsOfCase: Readonly<Record<1 | 2 | 3 | 4, readonly VariantId[]>> = {
   1: ["toolruntime-grpc", "grpc-echo"],
   2: ["toolruntime-connect-proto", "connect-echo-proto", "toolruntime-connect-json", "connect-echo-json"],
-  3: ["toolruntime-runtool", "toolruntime-grpc"],
+  3: ["toolruntime-runtool", "toolruntime-grpc", "grpc-echo-stream", "grpc-echo"],
   4: ["toolruntime-grpc", "mcp-noop", "toolruntime-mcp"],
 };
 
 /** Variants compared with each other, measured back to back so that their ratios share the machine's mood. */
 const pairedGroups: readonly (readonly VariantId[])[] = [
-  ["toolruntime-grpc", "grpc-echo", "toolruntime-runtool", "mcp-noop", "toolruntime-mcp"],
+  ["toolruntime-grpc", "grpc-echo", "toolruntime-runtool", "grpc-echo-stream", "mcp-noop", "toolruntime-mcp"],
   ["toolruntime-connect-proto", "connect-echo-proto"],
   ["toolruntime-connect-json", "connect-echo-json"],
 ];

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { toolruntimeArgs } from "./cases/launch-server.js";
 import { measureVariant } from "./cases/measure-variant.js";
-import { probeNoopResponse } from "./cases/probe-response.js";
+import { probeNoopResponses, type NoopResponses } from "./cases/probe-response.js";
 import { runConcurrency, runRegistryScale } from "./cases/run-inproc.js";
 import { wireVariants } from "./cases/wire-variants.js";
 import type { WindowCheck } from "./cases/server-counters.js";
@@ -42,13 +42,13 @@ async function runStep(
   windows: WindowRecord[],
   options: BenchOptions,
   workDir: string,
-  echo: Buffer,
+  echo: NoopResponses,
 ) {
   const record = (name: string, figure: string, check: WindowCheck, machine: MachineLoad): void =>
     void windows.push({ round: round.round, name, figure, check, machine });
   switch (step.kind) {
     case "wire": {
-      const m = await measureVariant(step.variant, { ...options, workDir, echoResponse: echo });
+      const m = await measureVariant(step.variant, { ...options, workDir, echo });
       round.wire.push(m);
       record(m.id, `${formatFigure(m.callsPerSecond)} calls/s`, m.check, m.machine);
       return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${describeCheck(m.check)}, ${describeLoad(m.machine)}`;
@@ -88,9 +88,14 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
   const began = performance.now();
   const workDir = await mkdtemp(join(tmpdir(), "toolruntime-bench-"));
   try {
-    const needsEcho = options.cases.has(1) || options.cases.has(2);
-    const echo = needsEcho ? await probeNoopResponse() : Buffer.alloc(0);
-    if (needsEcho) log(`ExecuteToolResponse of builtin.noop: ${echo.length} bytes; the echo baselines answer with it`);
+    const needsEcho = [1, 2, 3].some((n) => options.cases.has(n as 1 | 2 | 3));
+    const echo = needsEcho ? await probeNoopResponses() : { execute: Buffer.alloc(0), runTool: [] };
+    if (needsEcho) {
+      const streamBytes = echo.runTool.reduce((sum, message) => sum + message.length, 0);
+      log(
+        `ExecuteToolResponse of builtin.noop: ${echo.execute.length} bytes; RunTool: ${echo.runTool.length} events, ${streamBytes} bytes; the echo baselines answer with them`,
+      );
+    }
     const plan = planRounds(options);
     const rounds: RoundResults[] = [];
     const windows: WindowRecord[] = [];
@@ -138,13 +143,13 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
 const profiledVariants = {
   1: ["toolruntime-grpc", "grpc-echo"],
   2: ["toolruntime-connect-proto", "connect-echo-proto"],
-  3: ["toolruntime-runtool"],
+  3: ["toolruntime-runtool", "grpc-echo-stream"],
   4: ["toolruntime-mcp", "mcp-noop"],
 } as const;
 
 async function runProfile(options: BenchOptions): Promise<void> {
-  const echo = await probeNoopResponse();
-  const settings = { warmupS: options.warmupS, measureS: Math.max(options.measureS, 5), echoResponse: echo };
+  const echo = await probeNoopResponses();
+  const settings = { warmupS: options.warmupS, measureS: Math.max(options.measureS, 5), echo };
   // Case 1 unless --cases names wire cases: each profiled beside its baseline.
   const chosen = [...options.cases].filter((n) => n in profiledVariants);
   const cases = options.cases.size === allCases.length || chosen.length === 0 ? [1] : chosen;

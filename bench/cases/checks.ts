@@ -17,6 +17,8 @@ export interface CheckResult {
   readonly messagesPerCall: number;
   /** The response message as the server encoded it (protobuf cases). */
   readonly responseMessage?: Buffer;
+  /** The messages of a stream as the server encoded them, in order (RunTool). */
+  readonly streamMessages?: readonly Buffer[];
 }
 
 /** The exact request h2load will send. */
@@ -89,7 +91,7 @@ export async function checkConnectExecute(
 /**
  * Checks the RunTool stream on a gRPC port: a real client receives events ending with one
  * successful COMPLETED, and so does the body h2load sends (with grpc-status 0). Returns the number
- * of events per run.
+ * of events per run and the replayed run's messages.
  */
 export async function checkGrpcRunTool(baseUrl: string, load: LoadRequest): Promise<CheckResult> {
   const cases: string[] = [];
@@ -102,7 +104,8 @@ export async function checkGrpcRunTool(baseUrl: string, load: LoadRequest): Prom
   if (cases[cases.length - 1] !== "completed") throw new Error(`RunTool client: events ${cases.join(", ")}`);
   const replayed = await replayHttp2(load.url, load.headers, load.body);
   if (replayed.status !== 200 || grpcStatusOf(replayed) !== "0") fail("RunTool replay", replayed, "not grpc-status 0");
-  const events = unframeMessages(replayed.body).map((frame) => fromBinary(RunToolResponseSchema, frame.message).event);
+  const frames = unframeMessages(replayed.body);
+  const events = frames.map((frame) => fromBinary(RunToolResponseSchema, frame.message).event);
   const last = events[events.length - 1]?.event;
   if (last?.case !== "completed" || !last.value.result?.success) {
     fail("RunTool replay", replayed, `the last of ${events.length} events is not a successful COMPLETED`);
@@ -110,7 +113,7 @@ export async function checkGrpcRunTool(baseUrl: string, load: LoadRequest): Prom
   if (events.length !== cases.length) {
     throw new Error(`RunTool: the client saw ${cases.length} events, the replay ${events.length}`);
   }
-  return { messagesPerCall: events.length };
+  return { messagesPerCall: events.length, streamMessages: frames.map((frame) => Buffer.from(frame.message)) };
 }
 
 /**

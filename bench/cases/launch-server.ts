@@ -25,6 +25,8 @@ export interface LaunchedServer {
 export interface LaunchOptions {
   /** The response the echo servers answer with: a real response message, protobuf binary. */
   readonly echoResponse?: Buffer;
+  /** The messages of the grpc-echo server's RunTool stream: a real RunTool stream's events. */
+  readonly echoStream?: readonly Buffer[];
   /** The one unary path the grpc-echo server answers; default RunnerService/ExecuteTool. */
   readonly echoPath?: string;
   /** Extra node flags, e.g. `--cpu-prof`. */
@@ -90,6 +92,9 @@ export async function launchServer(kind: ServerKind, options: LaunchOptions = {}
   const args = [...(options.nodeFlags ?? []), benchServers[kind]];
   if (options.echoResponse) args.push("--response-base64", options.echoResponse.toString("base64"));
   if (options.echoPath) args.push("--path", options.echoPath);
+  if (options.echoStream?.length) {
+    args.push("--stream-responses-base64", options.echoStream.map((message) => message.toString("base64")).join(","));
+  }
   const process = await startServerProcess("node", args, { isReady: (stdout) => readyPort(stdout) !== undefined });
   const url = `http://127.0.0.1:${readyPort(process.stdout()) ?? 0}`;
   const stop = (graceMs?: number): Promise<void> => process.stop(graceMs);

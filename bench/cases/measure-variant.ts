@@ -11,6 +11,7 @@ import {
   type CounterReading,
   type WindowCheck,
 } from "./server-counters.js";
+import type { NoopResponses } from "./probe-response.js";
 import type { WireVariant, VariantId } from "./wire-variants.js";
 
 /** How long to load a server. */
@@ -21,8 +22,8 @@ export interface LoadSettings {
   readonly measureS: number;
   /** A scratch directory for body files and h2load logs. */
   readonly workDir: string;
-  /** The response of the echo baselines: a real ExecuteToolResponse of builtin.noop. */
-  readonly echoResponse: Buffer;
+  /** What the echo baselines answer with: real responses of builtin.noop (see probe-response.ts). */
+  readonly echo: NoopResponses;
 }
 
 /** One measurement of one variant in a fresh server process. */
@@ -75,7 +76,10 @@ function checkOf(variant: WireVariant, loaded: H2loadResult, before?: CounterRea
  * and non-OK calls before and after the warm-up and the window, and stops the server.
  */
 export async function measureVariant(variant: WireVariant, settings: LoadSettings): Promise<VariantMeasurement> {
-  const server = await launchServer(variant.server, { echoResponse: settings.echoResponse });
+  const server = await launchServer(variant.server, {
+    echoResponse: settings.echo.execute,
+    echoStream: settings.echo.runTool,
+  });
   try {
     const baseUrl = variant.port === "grpc" ? server.grpcUrl : server.httpUrl;
     if (!baseUrl) throw new Error(`${variant.server} has no ${variant.port} port`);

@@ -21,6 +21,7 @@ import {
 /** The server-bound measurements, one server process each. */
 export type VariantId =
   | "grpc-echo"
+  | "grpc-echo-stream"
   | "toolruntime-grpc"
   | "connect-echo-proto"
   | "toolruntime-connect-proto"
@@ -56,6 +57,7 @@ export interface WireVariant {
 }
 
 const executePath = "/toolruntime.v1.RunnerService/ExecuteTool";
+const runToolPath = "/toolruntime.v1.RunnerService/RunTool";
 // 64 calls in flight everywhere: 4 HTTP/2 connections of 16 streams, or 64 HTTP/1.1 connections.
 const h2 = { http1: false, clients: 4, streamsPerClient: 16 } as const;
 const h1 = { http1: true, clients: 64, streamsPerClient: 1 } as const;
@@ -76,6 +78,17 @@ export const wireVariants: readonly WireVariant[] = [
     body: requestBodies.grpcExecute,
     ...h2,
     check: (baseUrl, load) => checkGrpcExecute(baseUrl, load),
+  },
+  {
+    id: "grpc-echo-stream",
+    title: "bare grpc-js stream (a fixed RunTool stream's six events, call.write each)",
+    server: "grpc-echo",
+    port: "grpc",
+    path: runToolPath,
+    headers: grpcHeaders,
+    body: requestBodies.grpcRunTool,
+    ...h2,
+    check: (baseUrl, load) => checkGrpcRunTool(baseUrl, load),
   },
   {
     id: "toolruntime-grpc",
@@ -149,7 +162,7 @@ export const wireVariants: readonly WireVariant[] = [
     title: "toolruntime RunTool stream builtin.noop, gRPC port",
     server: "toolruntime",
     port: "grpc",
-    path: "/toolruntime.v1.RunnerService/RunTool",
+    path: runToolPath,
     headers: grpcHeaders,
     body: requestBodies.grpcRunTool,
     ...h2,

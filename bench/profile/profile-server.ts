@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { LoadRequest } from "../cases/checks.js";
 import { launchServer } from "../cases/launch-server.js";
+import type { NoopResponses } from "../cases/probe-response.js";
 import type { WireVariant } from "../cases/wire-variants.js";
 import { runH2load } from "../lib/h2load.js";
 import { summarizeProfile, type ProfileSummary, type ProfileWindow } from "./summarize-profile.js";
@@ -23,13 +24,14 @@ export interface ProfiledRun {
  */
 export async function profileVariant(
   variant: WireVariant,
-  settings: { warmupS: number; measureS: number; echoResponse: Buffer },
+  settings: { warmupS: number; measureS: number; echo: NoopResponses },
 ): Promise<ProfiledRun> {
   const workDir = await mkdtemp(join(tmpdir(), "toolruntime-profile-"));
   try {
     const spawnedAt = performance.now();
     const server = await launchServer(variant.server, {
-      echoResponse: settings.echoResponse,
+      echoResponse: settings.echo.execute,
+      echoStream: settings.echo.runTool,
       nodeFlags: ["--cpu-prof", "--cpu-prof-dir", workDir],
     });
     let loaded;

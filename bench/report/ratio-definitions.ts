@@ -137,6 +137,28 @@ export const ratioDefinitions: readonly RatioDefinition[] = [
   },
   {
     caseNumber: 3,
+    measure:
+      "what the transport allows: bare grpc-js stream of the same six events ÷ bare grpc-js echo of the same response, calls/s",
+    unit: "calls/s",
+    better: "higher",
+    pick: wirePair("grpc-echo-stream", "grpc-echo", callsPerSecond),
+  },
+  {
+    caseNumber: 3,
+    measure: "RunTool runs/s ÷ bare grpc-js stream of the same six events, calls/s",
+    unit: "calls/s",
+    better: "higher",
+    pick: wirePair("toolruntime-runtool", "grpc-echo-stream", callsPerSecond),
+  },
+  {
+    caseNumber: 3,
+    measure: "RunTool server CPU per run ÷ bare grpc-js stream of the same six events",
+    unit: "ms",
+    better: "lower",
+    pick: wirePair("toolruntime-runtool", "grpc-echo-stream", cpuMsPerCall),
+  },
+  {
+    caseNumber: 3,
     measure: "RunTool events/s ÷ ExecuteTool calls/s",
     unit: "msgs/s",
     better: "higher",

@@ -9,9 +9,16 @@ export interface BenchServerArgs {
   readonly port: number;
   /** The response message, protobuf binary (empty when not given). */
   readonly response: Buffer;
+  /** The server-streaming method path the grpc-echo server answers with `streamResponses`. */
+  readonly streamPath: string;
+  /** The messages of that stream, protobuf binary, in order (none when not given: no such method). */
+  readonly streamResponses: readonly Buffer[];
 }
 
-/** Reads `--host`, `--port`, `--path` and `--response-base64` from the command line. */
+/**
+ * Reads `--host`, `--port`, `--path`, `--response-base64`, `--stream-path` and
+ * `--stream-responses-base64` (messages separated by commas) from the command line.
+ */
 export function readServerArgs(argv: readonly string[] = process.argv.slice(2)): BenchServerArgs {
   const { values } = parseArgs({
     args: [...argv],
@@ -20,13 +27,18 @@ export function readServerArgs(argv: readonly string[] = process.argv.slice(2)):
       port: { type: "string", default: "0" },
       path: { type: "string", default: "/toolruntime.v1.RunnerService/ExecuteTool" },
       "response-base64": { type: "string", default: "" },
+      "stream-path": { type: "string", default: "/toolruntime.v1.RunnerService/RunTool" },
+      "stream-responses-base64": { type: "string", default: "" },
     },
   });
+  const streamed = values["stream-responses-base64"];
   return {
     path: values.path,
     host: values.host,
     port: Number(values.port),
     response: Buffer.from(values["response-base64"], "base64"),
+    streamPath: values["stream-path"],
+    streamResponses: streamed === "" ? [] : streamed.split(",").map((text) => Buffer.from(text, "base64")),
   };
 }
 
