@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../auth/authenticator.js";
 import { ErrorType, isToolRuntimeError, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { callCancellation, identityKey, peerCertificateKey, requestHeaderValue } from "./call-context.js";
-import { wrapStream } from "./message-batches.js";
+import { asError, iterableOf, SettledStream, startOf, wrapStream, type StartedStream } from "./message-batches.js";
 import { toConnectError } from "./to-connect-error.js";
 
 /** Observes one call: returns the function to call with its final status code (0 for OK). */
@@ -65,28 +65,67 @@ export function wrapService<S extends DescService>(
       const finishers = options.observers.map((observer) => observer(method, context));
       return (code) => finishers.forEach((finish) => finish(code));
     };
+    // A stream's messages, observed from its first step (by `observers`, or by its own when
+    // started synchronously): its error mapped, and its observers told its final code.
+    const observed = async function* <T>(
+      source: () => AsyncIterable<T>,
+      context: HandlerContext,
+      observers?: (code: number) => void,
+    ) {
+      const finish = observers ?? observe(context);
+      let code: number = Code.Canceled;
+      try {
+        yield* source();
+        code = 0;
+      } catch (error) {
+        const connectError = streamError(error, context);
+        code = connectError.code;
+        throw connectError;
+      } finally {
+        // A stream that its client abandoned ends here without an error: CANCELLED.
+        finish(code);
+      }
+    };
+    const streamError = (error: unknown, context: HandlerContext): ConnectError =>
+      toConnectError(endedByCaller(error, context) ?? error, options.logger);
+    // The synchronous start of a stream (see message-batches.ts): admitted and started now; a
+    // settled one is handed on with its error mapped and its observers told when it is over.
+    const startNow = (request: unknown, context: HandlerContext): StartedStream<unknown> => {
+      const finish = observe(context);
+      let started: StartedStream<unknown>;
+      try {
+        admit(context);
+        started = startOf(original(request, context) as AsyncIterable<unknown>);
+      } catch (error) {
+        started = new SettledStream([], () => asError(error));
+      }
+      if (!(started instanceof SettledStream)) {
+        const batches = started.batches;
+        return { batches: observed(() => iterableOf(batches), context, finish) };
+      }
+      const end = started.end;
+      return new SettledStream(
+        started.batch,
+        () => {
+          const error = end();
+          return error === undefined ? undefined : streamError(error, context);
+        },
+        finish,
+      );
+    };
     wrapped[method.localName] =
       method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming"
         ? (request, context) =>
             // Wrapped message by message for Connect, batch by batch for grpc-js (see message-batches.ts).
             wrapStream(
               () => original(request, context) as AsyncIterable<unknown>,
-              async function* <T>(source: () => AsyncIterable<T>) {
-                const finish = observe(context);
-                let code: number = Code.Canceled;
-                try {
+              // Admitted inside, so that a refusal ends the stream with its error.
+              <T>(source: () => AsyncIterable<T>) =>
+                observed(() => {
                   admit(context);
-                  yield* source();
-                  code = 0;
-                } catch (error) {
-                  const connectError = toConnectError(endedByCaller(error, context) ?? error, options.logger);
-                  code = connectError.code;
-                  throw connectError;
-                } finally {
-                  // A stream that its client abandoned ends here without an error: CANCELLED.
-                  finish(code);
-                }
-              },
+                  return source();
+                }, context),
+              () => startNow(request, context),
             )
         : (request, context) => {
             // Not async: an implementation that answers at once (ExecuteTool of a run that ended

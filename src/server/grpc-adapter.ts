@@ -18,8 +18,8 @@ import { toBinaryFast } from "../codec/fast-binary.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
-import { createBatchSender, type StreamingCall } from "./grpc-stream-sender.js";
-import { batchesOf } from "./message-batches.js";
+import { createBatchSender, type BatchSender, type StreamingCall } from "./grpc-stream-sender.js";
+import { SettledStream, startOf, type StartedStream } from "./message-batches.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
@@ -154,10 +154,15 @@ export function addServiceToGrpcServer<S extends DescService>(
               options,
               requests,
             );
-            void serving.finally(() => {
+            if (serving) {
+              void serving.finally(() => {
+                ended(callContext);
+                release();
+              });
+            } else {
               ended(callContext);
               release();
-            });
+            }
           });
         }
       : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
@@ -238,7 +243,12 @@ function fail(
   callback(toGrpcStatus(toConnectError(error, options.logger)));
 }
 
-async function serveStream(
+/**
+ * Serves a streaming call: returns undefined when it is over at once (a settled stream written and
+ * ended in this turn, or a call that failed before its stream began), otherwise a promise that
+ * settles when the call is over. Never rejects.
+ */
+function serveStream(
   call: StreamingCall,
   method: DescMethod,
   encodeResponse: (response: unknown) => Buffer,
@@ -246,15 +256,99 @@ async function serveStream(
   context: GrpcHandlerContext,
   options: GrpcAdapterOptions,
   requests?: AsyncIterable<unknown>,
-): Promise<void> {
-  let iterator: AsyncIterator<readonly unknown[]> | undefined;
+): Promise<void> | undefined {
+  let started: StartedStream<unknown>;
   try {
     // A bidirectional method takes the stream of requests; a server-streaming one, its one request.
     const input = requests ?? decode(method.input, (call as ServerWritableStream<Buffer, Buffer>).request);
-    // The messages ready together come as one batch (see message-batches.ts): one step of the
-    // generators behind it for all of them, and one write.
-    iterator = batchesOf(impl(input, context));
-    const send = createBatchSender(call, encodeResponse, options.pacer);
+    started = startOf(impl(input, context));
+  } catch (error) {
+    if (!call.cancelled) endWithError(call, context, options, error);
+    return undefined;
+  }
+  // The messages ready together come as one batch (see message-batches.ts): one step of the
+  // generators behind it for all of them, and one write.
+  const send = createBatchSender(call, encodeResponse, options.pacer);
+  return started instanceof SettledStream
+    ? serveSettled(call, started, send, context, options)
+    : serveBatches(call, started.batches, send, context, options);
+}
+
+/**
+ * Writes a settled stream's one batch and ends the call as its `end` says; its observers hear the
+ * final code. Without a promise when the write and the end need no wait.
+ */
+function serveSettled(
+  call: StreamingCall,
+  settled: SettledStream<unknown>,
+  send: BatchSender,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+): Promise<void> | undefined {
+  let sending: boolean | Promise<boolean>;
+  try {
+    sending = send(settled.batch);
+  } catch (error) {
+    failSettled(call, settled, context, options, error);
+    return undefined;
+  }
+  if (typeof sending === "boolean") return endSettled(call, settled, sending, context, options);
+  return sending.then(
+    (sent) => endSettled(call, settled, sent, context, options),
+    (error: unknown) => failSettled(call, settled, context, options, error),
+  );
+}
+
+function endSettled(
+  call: StreamingCall,
+  settled: SettledStream<unknown>,
+  sent: boolean,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+): Promise<void> | undefined {
+  // The client left before the batch was sent: nothing more goes out.
+  if (!sent) {
+    settled.onEnd?.(Code.Canceled);
+    return undefined;
+  }
+  let error: unknown;
+  try {
+    error = settled.end();
+  } catch (thrown) {
+    error = thrown;
+  }
+  if (error !== undefined) {
+    failSettled(call, settled, context, options, error);
+    return undefined;
+  }
+  settled.onEnd?.(0);
+  context.markAnswered();
+  return sendPaced(options.pacer, () => call.end());
+}
+
+function failSettled(
+  call: StreamingCall,
+  settled: SettledStream<unknown>,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+  error: unknown,
+): void {
+  const connectError = toConnectError(error, options.logger);
+  settled.onEnd?.(connectError.code);
+  if (call.cancelled) return;
+  context.markAnswered();
+  call.emit("error", toGrpcStatus(connectError));
+}
+
+/** Sends a stream's batches as they come, then ends the call. Never rejects. */
+async function serveBatches(
+  call: StreamingCall,
+  iterator: AsyncIterator<readonly unknown[]>,
+  send: BatchSender,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+): Promise<void> {
+  try {
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
@@ -265,12 +359,22 @@ async function serveStream(
     if (ending) await ending;
   } catch (error) {
     if (call.cancelled) return;
-    context.markAnswered();
-    call.emit("error", toGrpcStatus(toConnectError(error, options.logger)));
+    endWithError(call, context, options, error);
   } finally {
     // Stops the generator when the client left early; its own finally blocks clean up.
-    await iterator?.return?.();
+    await iterator.return?.();
   }
+}
+
+/** Ends a streaming call with the status of `error`. */
+function endWithError(
+  call: StreamingCall,
+  context: GrpcHandlerContext,
+  options: GrpcAdapterOptions,
+  error: unknown,
+): void {
+  context.markAnswered();
+  call.emit("error", toGrpcStatus(toConnectError(error, options.logger)));
 }
 
 /** The decoded messages of a client stream; a malformed one ends it with INVALID_ARGUMENT. */

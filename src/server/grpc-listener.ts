@@ -37,9 +37,6 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
     // Clients may ping as often as every 10 s without being told off (GOAWAY "too_many_pings").
     "grpc.http2.min_ping_interval_without_data_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
-    // No channelz service is served, so its bookkeeping is dropped: with it on, grpc-js makes a
-    // tracker of four closures per call and reads the clock for every message sent and received.
-    "grpc.enable_channelz": 0,
     // One interceptor, not two: each wraps every call in another layer that all its events cross.
     interceptors: [firstCallInterceptor(headerDeadline, incompleteRequestInterceptor())],
   };

@@ -13,10 +13,12 @@ export type StreamingCall = ServerWritableStream<Buffer, Buffer> | ServerDuplexS
 export const maxBytesPerWrite = 16 * 1024;
 
 /**
- * Sends a batch of messages of `call`, in order; resolves false when the call was cancelled before
- * every message was sent (nothing more should be sent), true otherwise.
+ * Sends a batch of messages of `call`, in order; gives false when the call was cancelled before
+ * every message was sent (nothing more should be sent), true otherwise: at once when the batch went
+ * out in one write that needed no wait (the pacer let it go, the stream's buffer took it), as a
+ * promise otherwise.
  */
-export type BatchSender = (batch: readonly unknown[]) => Promise<boolean>;
+export type BatchSender = (batch: readonly unknown[]) => boolean | Promise<boolean>;
 
 /**
  * Creates the sender of `call`'s batches (see message-batches.ts). Each message is encoded with
@@ -43,7 +45,8 @@ export function createBatchSender(
   };
 
   // Several messages in one write; through grpc-js, in order, when the writer cannot take them now.
-  const writeTogether = async (direct: FrameWriter, messages: Buffer[], bytes: number): Promise<void> => {
+  // Undefined when the write is done and nothing need be awaited; else what to await.
+  const writeTogether = (direct: FrameWriter, messages: Buffer[], bytes: number): Promise<void> | undefined => {
     let wait: (() => Promise<void>) | undefined;
     const sending = sendPaced(pacer, () => {
       if (call.cancelled) return;
@@ -55,11 +58,36 @@ export function createBatchSender(
       for (const message of messages) writable = call.write(message);
       if (!writable) wait = () => waitForDrain(call);
     });
-    if (sending) await sending;
-    if (wait) await wait();
+    if (!sending) return wait?.();
+    return sending.then(() => wait?.());
   };
 
-  return async (batch) => {
+  // Encodes the batch into `encoded` while it fits in one write; its bytes when all of it does.
+  const encodeForOneWrite = (batch: readonly unknown[], encoded: Buffer[]): number | undefined => {
+    let bytes = 0;
+    for (const message of batch) {
+      const bytesOf = encode(message);
+      encoded.push(bytesOf);
+      bytes += bytesOf.byteLength;
+      if (!writer?.fits(bytesOf.byteLength) || bytes >= maxBytesPerWrite) return undefined;
+    }
+    return bytes;
+  };
+
+  // A batch that fits in one write is encoded once and written at once: the common case (a run's
+  // events recorded in one turn), sent without a promise unless the pacer or the stream makes it
+  // wait. Any other batch goes in steps (sendInSteps), with the messages already encoded.
+  return (batch) => {
+    if (call.cancelled) return false;
+    if (batch.length === 0) return true;
+    const encoded: Buffer[] = [];
+    const bytes = writer ? encodeForOneWrite(batch, encoded) : undefined;
+    if (!writer || bytes === undefined) return sendInSteps(batch, encoded);
+    const waiting = writeTogether(writer, encoded, bytes);
+    return waiting ? waiting.then(() => true) : true;
+  };
+
+  async function sendInSteps(batch: readonly unknown[], encoded: readonly Buffer[]): Promise<boolean> {
     let together: Buffer[] = [];
     let togetherBytes = 0;
     const flush = async (): Promise<void> => {
@@ -69,9 +97,9 @@ export function createBatchSender(
       togetherBytes = 0;
       await writeTogether(writer, messages, bytes);
     };
-    for (const message of batch) {
+    for (const [index, message] of batch.entries()) {
       if (call.cancelled) return false;
-      const bytes = encode(message);
+      const bytes = encoded[index] ?? encode(message);
       if (writer?.fits(bytes.byteLength)) {
         together.push(bytes);
         togetherBytes += bytes.byteLength;
@@ -84,7 +112,7 @@ export function createBatchSender(
     }
     await flush();
     return true;
-  };
+  }
 }
 
 /** Resolves when the stream can take more, or when the call is cancelled. */

@@ -1,5 +1,24 @@
 /** The key of a stream's batch iterator (see {@link BatchedStream}). */
 const batchesKey = Symbol("toolruntime.batches");
+/** The key of a stream's synchronous start (see {@link startableStream}). */
+const startKey = Symbol("toolruntime.start");
+
+/**
+ * A stream whose every message was known when it started (RunTool of a run that ended inside
+ * start): its one batch, then how it ends. `end` is asked once the batch is sent and gives the
+ * error the stream ends with, or undefined; `onEnd`, when set, is told the call's final status code
+ * once the stream is over (the call pipeline's observers).
+ */
+export class SettledStream<T> {
+  constructor(
+    readonly batch: readonly T[],
+    readonly end: () => Error | undefined = () => undefined,
+    readonly onEnd?: (code: number) => void,
+  ) {}
+}
+
+/** A stream as started: settled, or its batches still to come. */
+export type StartedStream<T> = SettledStream<T> | { readonly batches: AsyncIterator<readonly T[]> };
 
 /**
  * A server stream whose messages also come in batches: each batch holds the messages that were
@@ -9,6 +28,8 @@ const batchesKey = Symbol("toolruntime.batches");
  */
 export interface BatchedStream<T> extends AsyncIterable<T> {
   readonly [batchesKey]: () => AsyncIterator<readonly T[]>;
+  /** Its synchronous start, when it has one (see {@link startableStream}). */
+  readonly [startKey]?: (() => StartedStream<T>) | undefined;
 }
 
 /**
@@ -45,20 +66,80 @@ export function batchesOf<T>(stream: AsyncIterable<T>): AsyncIterator<readonly T
 }
 
 /**
+ * A stream whose start is synchronous: `start` does the work a call begins with and returns either
+ * a {@link SettledStream} or the batches still to come. Iterated, as messages or as batches, it
+ * starts when first stepped, as a generator would. The gRPC adapter starts it itself
+ * ({@link startOf}) and writes a settled stream and ends the call without a generator or a promise.
+ */
+export function startableStream<T>(start: () => SettledStream<T> | AsyncIterable<readonly T[]>): BatchedStream<T> {
+  const batches = async function* (): AsyncGenerator<readonly T[]> {
+    yield* batchesOfStarted(start());
+  };
+  return {
+    [batchesKey]: () => batches(),
+    async *[Symbol.asyncIterator]() {
+      for await (const batch of batches()) yield* batch;
+    },
+    [startKey]: (): StartedStream<T> => {
+      let started: SettledStream<T> | AsyncIterable<readonly T[]>;
+      try {
+        started = start();
+      } catch (error) {
+        return new SettledStream<T>([], () => asError(error));
+      }
+      return started instanceof SettledStream ? started : { batches: started[Symbol.asyncIterator]() };
+    },
+  };
+}
+
+/** The batches of a stream as started: a settled one's batch and then its end, or the batches to come. */
+export async function* batchesOfStarted<T>(
+  started: SettledStream<T> | AsyncIterable<readonly T[]>,
+): AsyncGenerator<readonly T[]> {
+  if (!(started instanceof SettledStream)) {
+    yield* started;
+    return;
+  }
+  if (started.batch.length > 0) yield started.batch;
+  const error = started.end();
+  if (error !== undefined) throw error;
+}
+
+/**
+ * Starts `stream` now: a {@link startableStream} (or a stream wrapped around one) by its own
+ * synchronous start, any other as its batches (see {@link batchesOf}). A start that throws gives a
+ * settled stream that ends with the error.
+ */
+export function startOf<T>(stream: AsyncIterable<T>): StartedStream<T> {
+  const start = (stream as Partial<BatchedStream<T>>)[startKey];
+  return start ? start() : { batches: batchesOf(stream) };
+}
+
+/**
  * A stream that runs each iteration of `stream()` through `wrap` (an `async function*` that
  * yields what its source yields, with work around it: checks, observation, error mapping), both
- * message by message and batch by batch: the wrapped stream keeps its batches.
+ * message by message and batch by batch: the wrapped stream keeps its batches. `start`, when
+ * given, is its synchronous start (see {@link startOf}), doing that work around the source's own.
  */
 export function wrapStream<T>(
   stream: () => AsyncIterable<T>,
   wrap: <U>(source: () => AsyncIterable<U>) => AsyncIterable<U>,
+  start?: () => StartedStream<T>,
 ): BatchedStream<T> {
   return {
     [batchesKey]: () => wrap(() => iterableOf(batchesOf(stream())))[Symbol.asyncIterator](),
     [Symbol.asyncIterator]: () => wrap(stream)[Symbol.asyncIterator](),
+    // Always present (undefined when not given): a literal with a spread in it is V8's slow path.
+    [startKey]: start,
   };
 }
 
-function iterableOf<T>(iterator: AsyncIterator<T>): AsyncIterable<T> {
+/** An iterable over an iterator already started (iterating it again continues it). */
+export function iterableOf<T>(iterator: AsyncIterator<T>): AsyncIterable<T> {
   return { [Symbol.asyncIterator]: () => iterator };
+}
+
+/** What was thrown, as an Error (anything else is wrapped, and ends a call as INTERNAL all the same). */
+export function asError(thrown: unknown): Error {
+  return thrown instanceof Error ? thrown : new Error(String(thrown));
 }

@@ -1,4 +1,5 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import type { ExecuteToolRequest, RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
@@ -18,7 +19,12 @@ import {
 } from "./call-run.js";
 import { defaultConnectionOptions } from "./connection-options.js";
 import { fitToolPage } from "./fit-tool-page.js";
-import { batchedStream } from "./message-batches.js";
+import { batchedStream, batchesOfStarted, SettledStream, startableStream } from "./message-batches.js";
+
+/** A RunTool response as the stream yields it: one event. */
+type RunEventResponse = { readonly event: RunEvent };
+/** A RunTool stream's batches still to come (a run being watched). */
+type EventBatches = AsyncIterable<readonly RunEventResponse[]>;
 
 /**
  * The RunnerService RPCs over a runtime, written once for every transport. Activating, executing,
@@ -129,13 +135,41 @@ export function createRunnerService(
       return { wasActive: await activations.deactivate(request.runner, request.toolName) };
     },
 
-    // Batched (see message-batches.ts): the events a run records in one turn go out together.
+    // Batched (see message-batches.ts): the events a run records in one turn go out together. In
+    // memory its start is synchronous: a run that ended inside start is a settled stream, which
+    // the gRPC adapter writes and ends without a generator or a promise.
     runTool(request, context) {
-      return batchedStream(async function* () {
-        if (store.shared) await syncTools();
+      // A detached run outlives this call, so the call's deadline does not bound it.
+      const detach = request.options?.detachOnDisconnect ?? false;
+      // When the call ends early (the client left, its deadline passed, or the server shuts down),
+      // a run this call created is cancelled (a deadline ends it as a TimeoutError) and the stream
+      // still delivers its last events to whoever is there. A detached run, or an earlier run this
+      // call attached to by its idempotency key, goes on and this stream simply stops.
+      const follow = ({ record, deduplicated }: StartOutcome): SettledStream<RunEventResponse> | EventBatches => {
+        const owned = !deduplicated && !detach;
+        // A run that ended inside start has every event recorded: one batch, no watch.
+        const events = owned ? endedRunEvents(record) : undefined;
+        if (events) {
+          return new SettledStream(
+            events.map((event) => ({ event })),
+            () => endedRunError(record, context),
+          );
+        }
+        return (async function* () {
+          const unbind = owned && record.isLive ? bindRunToCall(executions, record, context) : undefined;
+          try {
+            for await (const events of watchForCall(executions, record, 0, context, owned)) {
+              yield events.map((event) => ({ event }));
+            }
+          } finally {
+            unbind?.();
+            // Reached with the run live only when the transport stopped reading this stream.
+            if (record.isLive && owned) cancelInBackground(executions, record.id, "the client went away");
+          }
+        })();
+      };
+      const start = (): SettledStream<RunEventResponse> | EventBatches => {
         authorizeExecution(request.toolName, context);
-        // A detached run outlives this call, so the call's deadline does not bound it.
-        const detach = request.options?.detachOnDisconnect ?? false;
         const starting = executions.startRun({
           runner: runners.createPrivate(),
           requireActive: false,
@@ -148,30 +182,15 @@ export function createRunnerService(
           caller: callerOf(context).name,
           traceParent: context.values.get(traceParentKey),
         });
-        const { record, deduplicated } = starting instanceof Promise ? await starting : starting;
-        // When the call ends early (the client left, its deadline passed, or the server shuts down),
-        // a run this call created is cancelled (a deadline ends it as a TimeoutError) and the stream
-        // still delivers its last events to whoever is there. A detached run, or an earlier run this
-        // call attached to by its idempotency key, goes on and this stream simply stops.
-        const owned = !deduplicated && !detach;
-        // A run that ended inside start has every event recorded: one batch, no watch.
-        const events = owned ? endedRunEvents(record) : undefined;
-        if (events) {
-          yield events.map((event) => ({ event }));
-          const error = endedRunError(record, context);
-          if (error) throw error;
-          return;
-        }
-        const unbind = owned && record.isLive ? bindRunToCall(executions, record, context) : undefined;
-        try {
-          for await (const events of watchForCall(executions, record, 0, context, owned)) {
-            yield events.map((event) => ({ event }));
-          }
-        } finally {
-          unbind?.();
-          // Reached with the run live only when the transport stopped reading this stream.
-          if (record.isLive && owned) cancelInBackground(executions, record.id, "the client went away");
-        }
+        if (!(starting instanceof Promise)) return follow(starting);
+        return (async function* () {
+          yield* batchesOfStarted(follow(await starting));
+        })();
+      };
+      if (!store.shared) return startableStream(start);
+      return batchedStream(async function* () {
+        await syncTools();
+        yield* batchesOfStarted(start());
       });
     },
   };

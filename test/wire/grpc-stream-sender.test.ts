@@ -120,7 +120,7 @@ describe("Batches of a stream on the gRPC port", () => {
       let writer: FrameWriter | undefined;
       let encoded = 0;
       let send: BatchSender | undefined;
-      let sent: Promise<boolean> | undefined;
+      let sent: boolean | Promise<boolean> | undefined;
       const started = await startServer([passThrough, watchesStart], () => handler);
       server = started.server;
       const ended = new Promise<void>((resolve) => {
@@ -152,6 +152,37 @@ describe("Batches of a stream on the gRPC port", () => {
       expect(messages).to.have.length(count);
       messages.forEach((bytes, index) => expect(bytes.readUInt32BE(0), `message ${index}`).to.equal(index));
       expect(messages.every((bytes) => bytes.length === messageBytes)).to.equal(true);
+      stream.close();
+    });
+
+    it("writes a batch that fits in one write at once, without a promise, and encodes each message once", async () => {
+      const started = await startServer([passThrough, watchesStart], () => handler);
+      server = started.server;
+      const encodings: number[] = [];
+      const answers: unknown[] = [];
+      handler = async (call) => {
+        const send = createBatchSender(
+          call,
+          (index) => {
+            encodings.push(index as number);
+            return message(index as number, 100);
+          },
+          undefined,
+        );
+        answers.push(send([0, 1, 2, 3, 4, 5]));
+        // Past one write (16 KiB): in steps, as a promise.
+        const big = send(Array.from({ length: 200 }, (_, index) => index + 6));
+        answers.push(big);
+        await big;
+        call.end();
+      };
+      const stream = openStream(started.port);
+      const { messages, error } = await stream.read();
+      expect(error).to.equal(undefined);
+      expect(answers[0]).to.equal(true);
+      expect(answers[1]).to.be.instanceOf(Promise);
+      expect(encodings).to.deep.equal(Array.from({ length: 206 }, (_, i) => i));
+      expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal(Array.from({ length: 206 }, (_, i) => i));
       stream.close();
     });
 
