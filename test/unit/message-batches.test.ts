@@ -1,5 +1,12 @@
 import { expect } from "chai";
-import { batchedStream, batchesOf, wrapStream } from "../../src/server/message-batches.js";
+import {
+  batchedStream,
+  batchesOf,
+  SettledStream,
+  startableStream,
+  startOf,
+  wrapStream,
+} from "../../src/server/message-batches.js";
 
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   const items: T[] = [];
@@ -24,6 +31,76 @@ describe("message batches", () => {
       });
       expect(await collect(stream)).to.deep.equal([1, 2, 3, 4]);
       expect(await collectBatches(batchesOf(stream))).to.deep.equal([[1, 2, 3], [], [4]]);
+    });
+  });
+
+  describe("startableStream() and startOf()", () => {
+    it("starts at the first step when iterated, and at once (settled) through startOf()", async () => {
+      let starts = 0;
+      let ends = 0;
+      const stream = startableStream(() => {
+        starts += 1;
+        return new SettledStream([1, 2, 3], () => {
+          ends += 1;
+          return undefined;
+        });
+      });
+      const iterator = stream[Symbol.asyncIterator]();
+      expect(starts, "before the first step").to.equal(0);
+      expect((await iterator.next()).value).to.equal(1);
+      expect(starts).to.equal(1);
+      expect(await collect({ [Symbol.asyncIterator]: () => iterator })).to.deep.equal([2, 3]);
+      expect(ends, "asked once, after the batch").to.equal(1);
+
+      const started = startOf(stream);
+      expect(starts).to.equal(2);
+      expect(started).to.be.instanceOf(SettledStream);
+      expect((started as SettledStream<number>).batch).to.deep.equal([1, 2, 3]);
+    });
+
+    it("ends an iteration with a settled stream's error after its batch, and settles a start that throws", async () => {
+      const failing = startableStream(() => new SettledStream(["a"], () => new Error("deadline")));
+      const seen: string[] = [];
+      let error: unknown;
+      try {
+        for await (const message of failing) seen.push(message);
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(seen).to.deep.equal(["a"]);
+      expect((error as Error).message).to.equal("deadline");
+
+      const refused = startableStream<string>(() => {
+        throw new Error("not allowed");
+      });
+      const started = startOf(refused) as SettledStream<string>;
+      expect(started.batch).to.deep.equal([]);
+      expect(started.end()?.message).to.equal("not allowed");
+    });
+
+    it("gives the batches still to come of a start that is not settled, and of a plain batched stream", async () => {
+      const watched = startableStream(() =>
+        (async function* () {
+          await Promise.resolve();
+          yield [1];
+          yield [2, 3];
+        })(),
+      );
+      const started = startOf(watched);
+      expect(started).not.to.be.instanceOf(SettledStream);
+      expect(await collectBatches((started as { batches: AsyncIterator<readonly number[]> }).batches)).to.deep.equal([
+        [1],
+        [2, 3],
+      ]);
+      const plain = startOf(
+        batchedStream(async function* () {
+          await Promise.resolve();
+          yield ["x", "y"];
+        }),
+      );
+      expect(await collectBatches((plain as { batches: AsyncIterator<readonly string[]> }).batches)).to.deep.equal([
+        ["x", "y"],
+      ]);
     });
   });
 
