@@ -13,8 +13,13 @@ export interface BenchOptions {
   readonly rounds: number;
   /** Seconds of unmeasured load before each server-bound measurement. */
   readonly warmupS: number;
-  /** Seconds of measured load per server-bound measurement. */
+  /** Seconds of measured load per server-bound measurement, over all its slices. */
   readonly measureS: number;
+  /**
+   * Slices a measurement is cut into: the variants compared with each other take them in turn
+   * (see measureGroup), so that a slow patch of the shared machine falls on all of them.
+   */
+  readonly slices: number;
   /** Tools the registry-scale case registers. */
   readonly registryTools: number;
   /** Registry sizes at which ListTools latency is measured; the first is the baseline. */
@@ -80,7 +85,8 @@ export function readOptions(argv: readonly string[]): BenchOptions & { readonly 
     mode: full ? "full" : "quick",
     rounds,
     warmupS: full ? 5 : 1.5,
-    measureS: full ? 5 : 1.5,
+    measureS: full ? 5 : 3,
+    slices: full ? 5 : 3,
     registryTools,
     listCheckpoints: [1_000, 10_000, registryTools],
     watchers: 1_000,

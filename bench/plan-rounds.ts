@@ -4,7 +4,7 @@ import { seededRandom, shuffled } from "./lib/seeded-random.js";
 
 /** One measurement of a round, each in a fresh process. */
 export type Step =
-  | { readonly kind: "wire"; readonly variant: WireVariant }
+  | { readonly kind: "wire"; readonly variants: readonly WireVariant[] }
   | { readonly kind: "registry" }
   | { readonly kind: "concurrency" }
   | { readonly kind: "registration" }
@@ -26,10 +26,10 @@ const pairedGroups: readonly (readonly VariantId[])[] = [
 ];
 
 /**
- * The steps of every round. Variants that are compared run back to back, in a shuffled order within
- * their group, and the groups and in-process cases run in a shuffled order, different each round:
- * subjects and baselines alternate, so a slow patch of a noisy machine does not fall on one side
- * only. The registry-scale case, whose registrations take most of a quick run's time, runs once, in
+ * The steps of every round. Variants that are compared are measured together, as one step (see
+ * measureGroup: their servers up at once, loaded in alternating slices), and the groups and
+ * in-process cases run in a shuffled order, different each round: subjects and baselines
+ * alternate, so a slow patch of a noisy machine does not fall on one side only. The registry-scale case, whose registrations take most of a quick run's time, runs once, in
  * the middle round; its baselines are measured inside it, interleaved with it. So does the
  * registration case over gRPC (7), and, in quick mode, the admission burst (8): they take long, and
  * their baselines are measured beside them in the same step.
@@ -43,12 +43,10 @@ export function planRounds(options: BenchOptions): Step[][] {
   const random = seededRandom(options.seed);
   const middle = Math.floor((options.rounds - 1) / 2);
   return Array.from({ length: options.rounds }, (_, round) => {
-    const groups: Step[][] = pairedGroups.map((group) =>
-      shuffled(
-        group.filter((id) => ids.has(id)),
-        random,
-      ).map((id) => ({ kind: "wire", variant: byId.get(id) as WireVariant })),
-    );
+    const groups: Step[][] = pairedGroups
+      .map((group) => group.filter((id) => ids.has(id)))
+      .filter((group) => group.length > 0)
+      .map((group) => [{ kind: "wire", variants: shuffled(group, random).map((id) => byId.get(id) as WireVariant) }]);
     if (options.cases.has(6)) groups.push([{ kind: "concurrency" }]);
     if (options.cases.has(5) && round === middle) groups.push([{ kind: "registry" }]);
     if (options.cases.has(7) && round === middle) groups.push([{ kind: "registration" }]);

@@ -3,12 +3,13 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { toolruntimeArgs } from "./cases/launch-server.js";
-import { measureVariant } from "./cases/measure-variant.js";
+import { measureGroup } from "./cases/measure-variant.js";
 import { probeNoopResponses, type NoopResponses } from "./cases/probe-response.js";
 import { runConcurrency, runRegistryScale } from "./cases/run-inproc.js";
 import { wireVariants } from "./cases/wire-variants.js";
 import type { WindowCheck } from "./cases/server-counters.js";
 import { ensureH2load } from "./lib/ensure-h2load.js";
+import { seededRandom, shuffled } from "./lib/seeded-random.js";
 import type { MachineLoad } from "./lib/machine-load.js";
 import { allCases, readOptions, usage, type BenchOptions } from "./options.js";
 import { planRounds, type Step } from "./plan-rounds.js";
@@ -43,15 +44,21 @@ async function runStep(
   options: BenchOptions,
   workDir: string,
   echo: NoopResponses,
+  random: () => number,
 ) {
   const record = (name: string, figure: string, check: WindowCheck, machine: MachineLoad): void =>
     void windows.push({ round: round.round, name, figure, check, machine });
   switch (step.kind) {
     case "wire": {
-      const m = await measureVariant(step.variant, { ...options, workDir, echo });
-      round.wire.push(m);
-      record(m.id, `${formatFigure(m.callsPerSecond)} calls/s`, m.check, m.machine);
-      return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${describeCheck(m.check)}, ${describeLoad(m.machine)}`;
+      const measured = await measureGroup(step.variants, { ...options, workDir, echo }, (items) =>
+        shuffled(items, random),
+      );
+      const lines = measured.map((m) => {
+        round.wire.push(m);
+        record(m.id, `${formatFigure(m.callsPerSecond)} calls/s`, m.check, m.machine);
+        return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${describeCheck(m.check)}, ${describeLoad(m.machine)}`;
+      });
+      return lines.join("\n  ");
     }
     case "concurrency": {
       const c = (round.concurrency = await runConcurrency(options));
@@ -97,6 +104,8 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
       );
     }
     const plan = planRounds(options);
+    // The order of the slices within a group (planRounds draws its own, from the same seed).
+    const random = seededRandom(options.seed + 1);
     const rounds: RoundResults[] = [];
     const windows: WindowRecord[] = [];
     for (const [index, steps] of plan.entries()) {
@@ -104,7 +113,7 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
       rounds.push(round);
       for (const [position, step] of steps.entries()) {
         const stepBegan = performance.now();
-        const line = await runStep(step, round, windows, options, workDir, echo);
+        const line = await runStep(step, round, windows, options, workDir, echo, random);
         const seconds = ((performance.now() - stepBegan) / 1000).toFixed(1);
         log(`[round ${index + 1}/${plan.length}, ${position + 1}/${steps.length}] ${line} (${seconds} s)`);
       }
@@ -123,6 +132,7 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
       cpus: `${cpus().length} × ${cpus()[0]?.model.trim() ?? "CPU"}`,
       warmupS: options.warmupS,
       measureS: options.measureS,
+      slices: options.slices,
       serverCommand: `node dist/src/main.js ${toolruntimeArgs.join(" ")}`,
       concurrencyErrors: rounds.reduce(
         (sum, r) => sum + (r.concurrency ? r.concurrency.toolruntime.errors + r.concurrency.bare.errors : 0),

@@ -1,5 +1,6 @@
 import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { runH2load, type H2loadResult, type H2loadRun } from "../lib/h2load.js";
 import { openLoadWindow, type MachineLoad } from "../lib/machine-load.js";
 import { readProcessCpuMs } from "../lib/proc-cpu.js";
@@ -18,12 +19,14 @@ import type { WireVariant, VariantId } from "./wire-variants.js";
 export interface LoadSettings {
   /** Seconds of load before the measurement, to warm the JIT (not measured). */
   readonly warmupS: number;
-  /** Seconds of measured load. */
+  /** Seconds of measured load per variant, over all its slices. */
   readonly measureS: number;
   /** A scratch directory for body files and h2load logs. */
   readonly workDir: string;
   /** What the echo baselines answer with: real responses of builtin.noop (see probe-response.ts). */
   readonly echo: NoopResponses;
+  /** Slices the measured seconds are cut into, each variant of a group taking one in turn. */
+  readonly slices: number;
 }
 
 /** One measurement of one variant in a fresh server process. */
@@ -65,70 +68,170 @@ async function countersOf(variant: WireVariant, server: LaunchedServer): Promise
   return readSettledCounters(server.httpUrl, variant.scope);
 }
 
-function checkOf(variant: WireVariant, loaded: H2loadResult, before?: CounterReading, after?: CounterReading) {
-  const counts = { claimedOk: loaded.succeeded, cutOff: loaded.cutOff, generatorErrors: loaded.failed + loaded.non2xx };
-  return checkWindow(variant.scope ?? {}, counts, before && after ? countsBetween(before, after) : undefined);
+/** What h2load counted over several runs, for checkWindow. */
+interface LoadCounts {
+  claimedOk: number;
+  cutOff: number;
+  generatorErrors: number;
+}
+
+function countsOf(runs: readonly H2loadResult[]): LoadCounts {
+  const sum = (pick: (run: H2loadResult) => number): number => runs.reduce((total, run) => total + pick(run), 0);
+  return {
+    claimedOk: sum((run) => run.succeeded),
+    cutOff: sum((run) => run.cutOff),
+    generatorErrors: sum((run) => run.failed + run.non2xx),
+  };
+}
+
+/** A variant's server while its group is measured: what it was sent and what it used. */
+interface Subject {
+  readonly variant: WireVariant;
+  readonly server: LaunchedServer;
+  readonly run: (durationS: number) => H2loadRun;
+  readonly messagesPerCall: number;
+  readonly slices: H2loadResult[];
+  readonly machine: MachineLoad[];
+  cpuMs: number;
+  wallMs: number;
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+};
+
+/** The machine's load over a subject's slices: the mean busy share and other cores, the last load average. */
+function machineOver(windows: readonly MachineLoad[]): MachineLoad {
+  const mean = (pick: (load: MachineLoad) => number): number =>
+    windows.reduce((sum, load) => sum + pick(load), 0) / Math.max(1, windows.length);
+  const last = windows[windows.length - 1];
+  return {
+    busyPct: mean((load) => load.busyPct),
+    busyCores: mean((load) => load.busyCores),
+    otherCores: mean((load) => load.otherCores),
+    loadAvg1m: last?.loadAvg1m ?? Number.NaN,
+    cpus: last?.cpus ?? Number.NaN,
+  };
 }
 
 /**
- * Starts the variant's server, checks one call for correctness, warms it up, then measures h2load's
- * rate and latency, the server's CPU time and the machine's load, reads the server's counters of OK
- * and non-OK calls before and after the warm-up and the window, and stops the server.
+ * Measures the variants of one group (those whose figures are compared with each other) in
+ * alternating slices: starts every variant's server, checks one call of each for correctness,
+ * warms each up, then loads them in turn, `slices` times (each time in `order`'s shuffled order),
+ * for `measureS ÷ slices` seconds each, so that a slow patch of the shared machine falls on
+ * every variant of the group rather than on one. A variant's figures cover all of its slices:
+ * calls/s and CPU per call from the totals, latencies the medians of the slices'. Its server's
+ * counters of OK and non-OK calls are read before and after the warm-up and the slices, and every
+ * server is stopped at the end.
  */
-export async function measureVariant(variant: WireVariant, settings: LoadSettings): Promise<VariantMeasurement> {
-  const server = await launchServer(variant.server, {
-    echoResponse: settings.echo.execute,
-    echoStream: settings.echo.runTool,
-  });
+export async function measureGroup(
+  variants: readonly WireVariant[],
+  settings: LoadSettings,
+  order: <T>(items: readonly T[]) => T[],
+): Promise<VariantMeasurement[]> {
+  const subjects: Subject[] = [];
   try {
-    const baseUrl = variant.port === "grpc" ? server.grpcUrl : server.httpUrl;
-    if (!baseUrl) throw new Error(`${variant.server} has no ${variant.port} port`);
-    const bodyFile = join(settings.workDir, `${variant.id}.body`);
-    await writeFile(bodyFile, variant.body);
-    const url = `${baseUrl}${variant.path}`;
-    const checked = await variant.check(baseUrl, { url, headers: variant.headers, body: variant.body });
-    const run = (durationS: number): H2loadRun => ({
-      url,
-      bodyFile,
-      headers: variant.headers,
-      clients: variant.clients,
-      streamsPerClient: variant.streamsPerClient,
-      durationS,
-      http1: variant.http1,
-      logFile: join(settings.workDir, `${variant.id}.log`),
-    });
-    const beforeWarmup = await countersOf(variant, server);
-    const warmup = settings.warmupS > 0 ? await runH2load(run(settings.warmupS)) : undefined;
-    const beforeWindow = await countersOf(variant, server);
-    const logBefore = await fileSize(server.logFile);
-    const window = openLoadWindow();
-    const cpuBefore = readProcessCpuMs(server.process.pid);
-    const loaded = await runH2load(run(settings.measureS));
-    const cpuAfter = readProcessCpuMs(server.process.pid);
-    if (cpuBefore === undefined || cpuAfter === undefined) throw new Error(`${variant.id}: the server died under load`);
-    const machine = window.close(cpuAfter - cpuBefore + loaded.loadGeneratorCpuMs);
-    const afterWindow = await countersOf(variant, server);
-    const logAfter = await fileSize(server.logFile);
-    const measured = checkOf(variant, loaded, beforeWindow, afterWindow);
-    const warmed = warmup ? checkOf(variant, warmup, beforeWarmup, beforeWindow) : undefined;
-    const problems = [...measured.problems, ...(warmed?.problems ?? []).map((problem) => `warm-up: ${problem}`)];
-    const wallMs = settings.measureS * 1000;
-    return {
-      id: variant.id,
-      callsPerSecond: loaded.requestsPerSecond,
-      p50Ms: loaded.p50Ms,
-      p99Ms: loaded.p99Ms,
-      cpuMsPerCall: loaded.succeeded > 0 ? (cpuAfter - cpuBefore) / loaded.succeeded : Number.NaN,
-      serverCores: (cpuAfter - cpuBefore) / wallMs,
-      loadGeneratorCores: loaded.loadGeneratorCpuMs / wallMs,
-      succeeded: loaded.succeeded,
-      errors: loaded.failed + loaded.non2xx,
-      messagesPerCall: checked.messagesPerCall,
-      check: { ...measured, verified: problems.length === 0, problems },
-      machine,
-      ...(server.logFile ? { logBytesPerCall: (logAfter - logBefore) / Math.max(1, loaded.succeeded) } : {}),
-    };
+    for (const variant of variants) {
+      const server = await launchServer(variant.server, {
+        echoResponse: settings.echo.execute,
+        echoStream: settings.echo.runTool,
+      });
+      const baseUrl = variant.port === "grpc" ? server.grpcUrl : server.httpUrl;
+      if (!baseUrl) {
+        await server.stop();
+        throw new Error(`${variant.server} has no ${variant.port} port`);
+      }
+      const bodyFile = join(settings.workDir, `${variant.id}.body`);
+      const url = `${baseUrl}${variant.path}`;
+      const run = (durationS: number): H2loadRun => ({
+        url,
+        bodyFile,
+        headers: variant.headers,
+        clients: variant.clients,
+        streamsPerClient: variant.streamsPerClient,
+        durationS,
+        http1: variant.http1,
+        logFile: join(settings.workDir, `${variant.id}.log`),
+      });
+      const subject: Subject = {
+        variant,
+        server,
+        run,
+        messagesPerCall: 0,
+        slices: [],
+        machine: [],
+        cpuMs: 0,
+        wallMs: 0,
+      };
+      subjects.push(subject);
+      await writeFile(bodyFile, variant.body);
+      const checked = await variant.check(baseUrl, { url, headers: variant.headers, body: variant.body });
+      (subject as { messagesPerCall: number }).messagesPerCall = checked.messagesPerCall;
+    }
+    const warmups = new Map<Subject, { before?: CounterReading; warmup?: H2loadResult }>();
+    for (const subject of subjects) {
+      const before = await countersOf(subject.variant, subject.server);
+      const warmup = settings.warmupS > 0 ? await runH2load(subject.run(settings.warmupS)) : undefined;
+      warmups.set(subject, { ...(before ? { before } : {}), ...(warmup ? { warmup } : {}) });
+    }
+    const windowStarts = new Map<Subject, { counters?: CounterReading; log: number }>();
+    for (const subject of subjects) {
+      const counters = await countersOf(subject.variant, subject.server);
+      windowStarts.set(subject, { ...(counters ? { counters } : {}), log: await fileSize(subject.server.logFile) });
+    }
+    const sliceS = settings.measureS / settings.slices;
+    for (let slice = 0; slice < settings.slices; slice++) {
+      for (const subject of order(subjects)) {
+        const window = openLoadWindow();
+        const cpuBefore = readProcessCpuMs(subject.server.process.pid);
+        const began = performance.now();
+        const loaded = await runH2load(subject.run(sliceS));
+        const wallMs = performance.now() - began;
+        const cpuAfter = readProcessCpuMs(subject.server.process.pid);
+        if (cpuBefore === undefined || cpuAfter === undefined) {
+          throw new Error(`${subject.variant.id}: the server died under load`);
+        }
+        subject.machine.push(window.close(cpuAfter - cpuBefore + loaded.loadGeneratorCpuMs));
+        subject.slices.push(loaded);
+        subject.cpuMs += cpuAfter - cpuBefore;
+        subject.wallMs += wallMs;
+      }
+    }
+    return await Promise.all(
+      subjects.map(async (subject): Promise<VariantMeasurement> => {
+        const { before, warmup } = warmups.get(subject) ?? {};
+        const start = windowStarts.get(subject);
+        const after = await countersOf(subject.variant, subject.server);
+        const scope = subject.variant.scope ?? {};
+        const between = (from?: CounterReading, to?: CounterReading) =>
+          from && to ? countsBetween(from, to) : undefined;
+        const measured = checkWindow(scope, countsOf(subject.slices), between(start?.counters, after));
+        const warmed = warmup ? checkWindow(scope, countsOf([warmup]), between(before, start?.counters)) : undefined;
+        const problems = [...measured.problems, ...(warmed?.problems ?? []).map((problem) => `warm-up: ${problem}`)];
+        const counts = countsOf(subject.slices);
+        const logBytes = (await fileSize(subject.server.logFile)) - (start?.log ?? Number.NaN);
+        const generatorCpuMs = subject.slices.reduce((sum, run) => sum + run.loadGeneratorCpuMs, 0);
+        return {
+          id: subject.variant.id,
+          // h2load's own rate of each slice (calls over its measured time, not its start-up), averaged.
+          callsPerSecond:
+            subject.slices.reduce((sum, run) => sum + run.requestsPerSecond, 0) / Math.max(1, subject.slices.length),
+          p50Ms: median(subject.slices.map((run) => run.p50Ms)),
+          p99Ms: median(subject.slices.map((run) => run.p99Ms)),
+          cpuMsPerCall: counts.claimedOk > 0 ? subject.cpuMs / counts.claimedOk : Number.NaN,
+          serverCores: subject.cpuMs / subject.wallMs,
+          loadGeneratorCores: generatorCpuMs / subject.wallMs,
+          succeeded: counts.claimedOk,
+          errors: counts.generatorErrors,
+          messagesPerCall: subject.messagesPerCall,
+          check: { ...measured, verified: problems.length === 0, problems },
+          machine: machineOver(subject.machine),
+          ...(subject.server.logFile ? { logBytesPerCall: logBytes / Math.max(1, counts.claimedOk) } : {}),
+        };
+      }),
+    );
   } finally {
-    await server.stop();
+    await Promise.all(subjects.map((subject) => subject.server.stop()));
   }
 }

@@ -16,6 +16,7 @@ export interface RunFacts {
   readonly cpus: string;
   readonly warmupS: number;
   readonly measureS: number;
+  readonly slices: number;
   /** How the toolruntime under test is started. */
   readonly serverCommand: string;
   /** Runs of the concurrency case that did not succeed, over all rounds. */
@@ -98,7 +99,7 @@ export function renderMarkdown(input: ReportInput): string {
     `# toolruntime benchmark (${facts.mode} mode)`,
     "",
     `${facts.startedAt} · ${facts.rounds} rounds, cases interleaved in a shuffled order each round, each server in a fresh process · ` +
-      `${facts.warmupS} s warm-up + ${facts.measureS} s measured per server · Node ${facts.node} · ${facts.h2load} · ${facts.cpus} · ${facts.elapsedS.toFixed(0)} s`,
+      `${facts.warmupS} s warm-up + ${facts.measureS} s measured per server, in ${facts.slices} slices taken in turn by the servers compared with each other · Node ${facts.node} · ${facts.h2load} · ${facts.cpus} · ${facts.elapsedS.toFixed(0)} s`,
     "",
     `Server under test: \`${facts.serverCommand}\`, stdout (its log, at the default level) to a file; every other setting the default as shipped.`,
     "",
