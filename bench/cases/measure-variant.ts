@@ -13,7 +13,7 @@ import {
   type WindowCheck,
 } from "./server-counters.js";
 import type { NoopResponses } from "./probe-response.js";
-import type { WireVariant, VariantId } from "./wire-variants.js";
+import { loadRunOf, type VariantId, type WireVariant } from "./wire-variants.js";
 
 /** How long to load a server. */
 export interface LoadSettings {
@@ -144,16 +144,7 @@ export async function measureGroup(
       }
       const bodyFile = join(settings.workDir, `${variant.id}.body`);
       const url = `${baseUrl}${variant.path}`;
-      const run = (durationS: number): H2loadRun => ({
-        url,
-        bodyFile,
-        headers: variant.headers,
-        clients: variant.clients,
-        streamsPerClient: variant.streamsPerClient,
-        durationS,
-        http1: variant.http1,
-        logFile: join(settings.workDir, `${variant.id}.log`),
-      });
+      const run = loadRunOf(variant, url, { bodyFile, logFile: join(settings.workDir, `${variant.id}.log`) });
       const subject: Subject = {
         variant,
         server,

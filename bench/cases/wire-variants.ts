@@ -7,6 +7,7 @@ import {
   type CheckResult,
   type LoadRequest,
 } from "./checks.js";
+import type { H2loadRun } from "../lib/h2load.js";
 import type { ServerKind } from "./launch-server.js";
 import type { CounterScope } from "./server-counters.js";
 import {
@@ -54,6 +55,24 @@ export interface WireVariant {
   readonly scope?: CounterScope;
   /** Readies the server (activation) and checks one call with a real client and with the load's body. */
   readonly check: (baseUrl: string, load: LoadRequest) => Promise<CheckResult>;
+}
+
+/** The h2load run of `variant` against `url` for a given duration: its body, headers and concurrency. */
+export function loadRunOf(
+  variant: WireVariant,
+  url: string,
+  files: { readonly bodyFile: string; readonly logFile: string },
+): (durationS: number) => H2loadRun {
+  return (durationS) => ({
+    url,
+    bodyFile: files.bodyFile,
+    headers: variant.headers,
+    clients: variant.clients,
+    streamsPerClient: variant.streamsPerClient,
+    durationS,
+    http1: variant.http1,
+    logFile: files.logFile,
+  });
 }
 
 const executePath = "/toolruntime.v1.RunnerService/ExecuteTool";

@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import type { LoadRequest } from "../cases/checks.js";
 import { launchServer } from "../cases/launch-server.js";
 import type { NoopResponses } from "../cases/probe-response.js";
-import type { WireVariant } from "../cases/wire-variants.js";
+import { loadRunOf, type WireVariant } from "../cases/wire-variants.js";
 import { runH2load } from "../lib/h2load.js";
 import { summarizeProfile, type ProfileSummary, type ProfileWindow } from "./summarize-profile.js";
 
@@ -43,16 +43,7 @@ export async function profileVariant(
       await variant.check(baseUrl, load);
       const bodyFile = join(workDir, "body");
       await writeFile(bodyFile, variant.body);
-      const run = (durationS: number): Parameters<typeof runH2load>[0] => ({
-        url: load.url,
-        bodyFile,
-        headers: variant.headers,
-        clients: variant.clients,
-        streamsPerClient: variant.streamsPerClient,
-        durationS,
-        http1: variant.http1,
-        logFile: join(workDir, "h2load.log"),
-      });
+      const run = loadRunOf(variant, load.url, { bodyFile, logFile: join(workDir, "h2load.log") });
       const loadStartedAt = performance.now();
       warmedUp = await runH2load(run(settings.warmupS));
       loaded = await runH2load(run(settings.measureS));
