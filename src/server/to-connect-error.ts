@@ -39,8 +39,12 @@ export function toConnectError(thrown: unknown, logger: Logger, toolName = ""): 
   if (isToolRuntimeError(thrown)) {
     return withToolError(thrown.details, codes[thrown.code], thrown.errorType, thrown.toolName, thrown.retryAfterMs);
   }
+  const [toolError] = thrown instanceof ConnectError ? thrown.findDetails(ToolErrorSchema) : [];
+  // An INTERNAL error made here already (only this module gives a ConnectError a ToolError): its
+  // cause was logged under the reference its message names, which must stay the one the client
+  // gets. A call's error passes here more than once (the call pipeline, then the gRPC adapter).
+  if (thrown instanceof ConnectError && toolError && thrown.code === Code.Internal) return thrown;
   if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) {
-    const [toolError] = thrown.findDetails(ToolErrorSchema);
     if (toolError) {
       if (Buffer.byteLength(thrown.rawMessage) <= maxEchoBytes && Buffer.byteLength(toolError.toolName) <= maxEchoBytes)
         return thrown;
