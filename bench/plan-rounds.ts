@@ -28,11 +28,12 @@ const pairedGroups: readonly (readonly VariantId[])[] = [
 /**
  * The steps of every round. Variants that are compared are measured together, as one step (see
  * measureGroup: their servers up at once, loaded in alternating slices), and the groups and
- * in-process cases run in a shuffled order, different each round: subjects and baselines
- * alternate, so a slow patch of a noisy machine does not fall on one side only. The registry-scale case, whose registrations take most of a quick run's time, runs once, in
- * the middle round; its baselines are measured inside it, interleaved with it. So does the
- * registration case over gRPC (7), and, in quick mode, the admission burst (8): they take long, and
- * their baselines are measured beside them in the same step.
+ * in-process cases run in a shuffled order, different each round: subjects and baselines alternate,
+ * so a slow patch of a noisy machine does not fall on one side only. The registry-scale case, whose
+ * registrations take most of a quick run's time, runs once, in the middle round; its baselines are
+ * measured inside it, interleaved with it. So does the registration case over gRPC (7), and, in
+ * quick mode, the admission burst (8): they take long, and their baselines are measured beside them
+ * in the same step.
  */
 export function planRounds(options: BenchOptions): Step[][] {
   const ids = new Set<VariantId>();

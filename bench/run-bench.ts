@@ -3,7 +3,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { toolruntimeArgs } from "./cases/launch-server.js";
-import { measureGroup } from "./cases/measure-variant.js";
+import { measureGroup } from "./cases/measure-group.js";
 import { probeNoopResponses, type NoopResponses } from "./cases/probe-response.js";
 import { runConcurrency, runRegistryScale } from "./cases/run-inproc.js";
 import { wireVariants } from "./cases/wire-variants.js";

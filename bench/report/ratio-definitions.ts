@@ -1,4 +1,4 @@
-import type { VariantMeasurement } from "../cases/measure-variant.js";
+import type { VariantMeasurement } from "../cases/measure-group.js";
 import type { VariantId } from "../cases/wire-variants.js";
 import type { CaseNumber } from "../options.js";
 import type { RoundResults } from "./round-results.js";

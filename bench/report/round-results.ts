@@ -1,4 +1,4 @@
-import type { VariantMeasurement } from "../cases/measure-variant.js";
+import type { VariantMeasurement } from "../cases/measure-group.js";
 import type { WindowCheck } from "../cases/server-counters.js";
 import type { MachineLoad } from "../lib/machine-load.js";
 import type { ConcurrencyResult } from "../inproc/concurrency.js";

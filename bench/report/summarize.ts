@@ -1,4 +1,4 @@
-import type { VariantMeasurement } from "../cases/measure-variant.js";
+import type { VariantMeasurement } from "../cases/measure-group.js";
 import { wireVariants, type VariantId } from "../cases/wire-variants.js";
 import { median, ratio } from "../lib/stats.js";
 import type { RatioDefinition, Target } from "./ratio-definitions.js";

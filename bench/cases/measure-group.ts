@@ -89,7 +89,8 @@ interface Subject {
   readonly variant: WireVariant;
   readonly server: LaunchedServer;
   readonly run: (durationS: number) => H2loadRun;
-  readonly messagesPerCall: number;
+  /** Messages per response, from the correctness check. */
+  messagesPerCall: number;
   readonly slices: H2loadResult[];
   readonly machine: MachineLoad[];
   cpuMs: number;
@@ -158,7 +159,7 @@ export async function measureGroup(
       subjects.push(subject);
       await writeFile(bodyFile, variant.body);
       const checked = await variant.check(baseUrl, { url, headers: variant.headers, body: variant.body });
-      (subject as { messagesPerCall: number }).messagesPerCall = checked.messagesPerCall;
+      subject.messagesPerCall = checked.messagesPerCall;
     }
     const warmups = new Map<Subject, { before?: CounterReading; warmup?: H2loadResult }>();
     for (const subject of subjects) {
@@ -197,10 +198,10 @@ export async function measureGroup(
         const scope = subject.variant.scope ?? {};
         const between = (from?: CounterReading, to?: CounterReading) =>
           from && to ? countsBetween(from, to) : undefined;
-        const measured = checkWindow(scope, countsOf(subject.slices), between(start?.counters, after));
+        const counts = countsOf(subject.slices);
+        const measured = checkWindow(scope, counts, between(start?.counters, after));
         const warmed = warmup ? checkWindow(scope, countsOf([warmup]), between(before, start?.counters)) : undefined;
         const problems = [...measured.problems, ...(warmed?.problems ?? []).map((problem) => `warm-up: ${problem}`)];
-        const counts = countsOf(subject.slices);
         const logBytes = (await fileSize(subject.server.logFile)) - (start?.log ?? Number.NaN);
         const generatorCpuMs = subject.slices.reduce((sum, run) => sum + run.loadGeneratorCpuMs, 0);
         return {
