@@ -5,6 +5,7 @@ import { CompiledSchemas, type CompiledSlot, type SchemaCheck, type SchemaCompil
 import { compileLinearRegExp, linearRegExpEngine, UnsupportedPatternError } from "./linear-regexp.js";
 import { formatSchemaErrors, showValue } from "./schema-errors.js";
 import { isSurelyCompilable } from "./surely-compilable.js";
+import { conformsToMetaSchema } from "./surely-meta-valid.js";
 
 export type { SchemaCheck } from "./compiled-schemas.js";
 
@@ -53,8 +54,9 @@ export class InvalidSchemaError extends Error {
 
 /**
  * Checks that a JSON Schema (draft 2020-12) is valid without compiling it when it can: throws an
- * {@link InvalidSchemaError} exactly as {@link compileSchema} would. It checks the meta-schema, then
- * walks the schema ({@link isSurelyCompilable}); only a schema that walk is not sure of is
+ * {@link InvalidSchemaError} exactly as {@link compileSchema} would. It checks the meta-schema (a
+ * walk of its own for the usual keywords, see {@link conformsToMetaSchema}; the meta-schema itself
+ * otherwise), then walks the schema ({@link isSurelyCompilable}); only a schema that walk is not sure of is
  * compiled here (and kept for its first use). A valid schema costs a fraction of a millisecond
  * instead of several; it is compiled when something is first checked against it. Returns the
  * schema's JSON text.
@@ -105,7 +107,13 @@ export function checkAgainstSchema(schema: JsonObject, value: unknown): string[]
   return (slot.check as SchemaCheck)(value);
 }
 
+/**
+ * Throws an {@link InvalidSchemaError} when `schema` breaks the meta-schema. A schema the walk of
+ * {@link conformsToMetaSchema} is sure of skips the checker, which costs tens of microseconds for a
+ * schema of 1 KiB (most of a registration's schema check).
+ */
 function checkMetaSchema(schema: JsonObject): void {
+  if (conformsToMetaSchema(schema)) return;
   let valid: boolean;
   try {
     valid = checker.validateSchema(schema) as boolean;
