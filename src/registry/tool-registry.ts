@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { ChangeLog, type ToolChange, type ToolChangeKind } from "./change-log.js";
 import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
@@ -177,11 +176,10 @@ export class ToolRegistry {
       );
     }
     const version = this.#version + 1n;
-    const spec = create(ToolSpecSchema, {
-      ...validated.spec,
-      hasHandler: registration.handler !== undefined,
-      version,
-    });
+    // validateSpec made this copy for this registration alone: it is ours to complete.
+    const spec = validated.spec;
+    spec.hasHandler = registration.handler !== undefined;
+    spec.version = version;
     const entry = this.#newEntry(spec, registration.handler, registration.hooks);
     this.#tools.set(name, entry);
     this.#names.add(name);

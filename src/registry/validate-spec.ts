@@ -19,6 +19,7 @@ export const maxTimeoutMs = maxDurationMs;
 
 /** A spec that passed {@link validateSpec}. Its schemas are compiled when first used. */
 export interface ValidatedSpec {
+  /** A new object, the caller's to complete (its `has_handler` and `version`, say). */
   readonly spec: ToolSpec;
 }
 
