@@ -1,3 +1,4 @@
+import { cancellationOf } from "../runner/handler-context.js";
 import { abortableDelay } from "./abortable-delay.js";
 import { defineTool } from "./define-tool.js";
 
@@ -22,7 +23,7 @@ export const countdownTool = defineTool({
     const intervalMs = (inputs["interval_ms"] as number | undefined) ?? 1000;
     for (let remaining = from; remaining > 0; remaining--) {
       context.reportProgress({ fraction: (from - remaining) / from, message: `${remaining} to go` });
-      await abortableDelay(intervalMs, context.signal);
+      await abortableDelay(intervalMs, cancellationOf(context));
     }
     context.reportProgress({ fraction: 1, message: "done" });
     return { counted: from };

@@ -1,3 +1,4 @@
+import { cancellationOf } from "../runner/handler-context.js";
 import { abortableDelay } from "./abortable-delay.js";
 import { defineTool } from "./define-tool.js";
 
@@ -15,7 +16,7 @@ export const sleepTool = defineTool({
   },
   handler: async (inputs, context) => {
     const ms = inputs["ms"] as number;
-    await abortableDelay(ms, context.signal);
+    await abortableDelay(ms, cancellationOf(context));
     return { slept_ms: ms };
   },
 });

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { performance } from "node:perf_hooks";
+import { Cancellation } from "../../src/async/cancellation.js";
 import { abortableDelay } from "../../src/tools/abortable-delay.js";
 
 describe("abortableDelay()", () => {
@@ -28,5 +29,37 @@ describe("abortableDelay()", () => {
       (error: unknown) => error,
     );
     expect(late).to.equal(reason);
+  });
+
+  it("takes a run's Cancellation: rejects with its reason when cancelled, at once when it was, and lets go of its listener", async () => {
+    /** Counts the listeners it holds. */
+    class CountingCancellation extends Cancellation {
+      held = 0;
+      override onAbort(listener: (reason: unknown) => void): () => void {
+        this.held += 1;
+        return super.onAbort(listener);
+      }
+      override offAbort(listener: (reason: unknown) => void): void {
+        this.held -= 1;
+        super.offAbort(listener);
+      }
+    }
+    const quiet = new CountingCancellation();
+    const start = performance.now();
+    await abortableDelay(3, quiet);
+    expect(performance.now() - start).to.be.at.least(3);
+    expect(quiet.held, "no listener left once the delay is over").to.equal(0);
+
+    const cancellation = new Cancellation();
+    const waiting = abortableDelay(60_000, cancellation);
+    const reason = new Error("stop");
+    cancellation.abort(reason);
+    const rejected = (promise: Promise<void>) =>
+      promise.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(await rejected(waiting)).to.equal(reason);
+    expect(await rejected(abortableDelay(10, cancellation))).to.equal(reason);
   });
 });

@@ -2,7 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ExecutionOptionsSchema } from "../../gen/toolruntime/v1/execution_pb.js";
 import { expect } from "chai";
 import { Cancellation } from "../../src/async/cancellation.js";
-import { HandlerContext } from "../../src/runner/handler-context.js";
+import { cancellationOf, HandlerContext } from "../../src/runner/handler-context.js";
 import type { ToolContext } from "../../src/registry/tool-definition.js";
 import { createToolRuntime } from "../../src/runtime.js";
 import { defineTool } from "../../src/tools/define-tool.js";
@@ -34,6 +34,37 @@ describe("HandlerContext", () => {
     cancellation.abort(reason);
     expect(signal.aborted).to.equal(true);
     expect(signal.reason).to.equal(reason);
+  });
+
+  it("gives built-in tools the run's own cancellation, which makes no AbortSignal; another context's through its signal", () => {
+    class CountingCancellation extends Cancellation {
+      reads = 0;
+      override get signal(): AbortSignal {
+        this.reads += 1;
+        return super.signal;
+      }
+    }
+    const cancellation = new CountingCancellation();
+    const context = new HandlerContext(cancellation, run, noActions);
+    expect(cancellationOf(context)).to.equal(cancellation);
+    const heard: unknown[] = [];
+    cancellationOf(context).onAbort((reason) => heard.push(reason));
+    const reason = new Error("cancelled: by test");
+    cancellation.abort(reason);
+    expect(heard).to.deep.equal([reason]);
+    expect(cancellation.reads, "no AbortSignal made").to.equal(0);
+
+    // A context built elsewhere (a plain object, a spread copy) is heard through its signal.
+    const controller = new AbortController();
+    const foreign: ToolContext = { ...context, signal: controller.signal };
+    const view = cancellationOf(foreign);
+    expect(view).to.not.equal(cancellation);
+    const foreignHeard: unknown[] = [];
+    view.onAbort((why) => foreignHeard.push(why));
+    const later = new Error("stopped elsewhere");
+    controller.abort(later);
+    expect(foreignHeard).to.deep.equal([later]);
+    expect(view.aborted).to.equal(true);
   });
 
   it("gives the run's methods bound to the run, the same on every read", () => {
