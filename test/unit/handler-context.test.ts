@@ -10,16 +10,17 @@ import { defineTool } from "../../src/tools/define-tool.js";
 const noActions = { reportProgress: () => undefined, log: () => undefined, emitOutput: () => undefined };
 const run = { executionId: "run-1", toolName: "demo.tool", deadline: new Date(0) };
 
+/** Counts the reads of its AbortSignal, which Cancellation makes on the first one. */
+class CountingCancellation extends Cancellation {
+  reads = 0;
+  override get signal(): AbortSignal {
+    this.reads += 1;
+    return super.signal;
+  }
+}
+
 describe("HandlerContext", () => {
   it("makes its AbortSignal only when read, the same one each time, aborted with the run's reason", () => {
-    /** Counts the reads of its AbortSignal, which Cancellation makes on the first one. */
-    class CountingCancellation extends Cancellation {
-      reads = 0;
-      override get signal(): AbortSignal {
-        this.reads += 1;
-        return super.signal;
-      }
-    }
     const cancellation = new CountingCancellation();
     const context = new HandlerContext(cancellation, run, noActions);
     // Reading the other members makes no AbortSignal either.
@@ -37,13 +38,6 @@ describe("HandlerContext", () => {
   });
 
   it("gives built-in tools the run's own cancellation, which makes no AbortSignal; another context's through its signal", () => {
-    class CountingCancellation extends Cancellation {
-      reads = 0;
-      override get signal(): AbortSignal {
-        this.reads += 1;
-        return super.signal;
-      }
-    }
     const cancellation = new CountingCancellation();
     const context = new HandlerContext(cancellation, run, noActions);
     expect(cancellationOf(context)).to.equal(cancellation);
