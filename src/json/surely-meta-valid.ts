@@ -127,7 +127,7 @@ function follows(rule: Rule, value: JsonValue, depth: number): boolean {
       for (const key in value) if (!isSchema(value[key], depth)) return false;
       return true;
     case "schemaArray":
-      return Array.isArray(value) && value.length > 0 && value.every((item) => isSchema(item, depth));
+      return Array.isArray(value) && value.length > 0 && allItems(value, (item) => isSchema(item, depth));
     case "string":
       return typeof value === "string";
     case "metaSchemaUri":
@@ -150,7 +150,7 @@ function follows(rule: Rule, value: JsonValue, depth: number): boolean {
       return (
         Array.isArray(value) &&
         value.length > 0 &&
-        value.every((item) => typeof item === "string" && simpleTypes.has(item)) &&
+        allItems(value, (item) => typeof item === "string" && simpleTypes.has(item)) &&
         new Set(value).size === value.length
       );
     case "stringArray":
@@ -164,8 +164,17 @@ function follows(rule: Rule, value: JsonValue, depth: number): boolean {
 
 function isUniqueStrings(value: JsonValue): boolean {
   return (
-    Array.isArray(value) && value.every((item) => typeof item === "string") && new Set(value).size === value.length
+    Array.isArray(value) && allItems(value, (item) => typeof item === "string") && new Set(value).size === value.length
   );
+}
+
+/**
+ * Whether every item passes, holes included: `Array.prototype.every` skips the holes of a sparse
+ * array (one built in code, never one parsed from JSON), which ajv reads as undefined and refuses.
+ */
+function allItems(items: readonly JsonValue[], passes: (item: JsonValue) => boolean): boolean {
+  for (let index = 0; index < items.length; index++) if (!passes(items[index] as JsonValue)) return false;
+  return true;
 }
 
 function isObject(value: JsonValue | undefined): value is JsonObject {

@@ -10,7 +10,8 @@ import { cancellationOfSignal, type CancellationView } from "../async/cancellati
  * an EventTarget costs to make and to listen to.
  */
 export function abortableDelay(ms: number, cancel: AbortSignal | CancellationView): Promise<void> {
-  const cancellation = cancel instanceof AbortSignal ? cancellationOfSignal(cancel) : cancel;
+  // Told apart by shape, not by class: a signal from another realm is no instance of this one's.
+  const cancellation = "onAbort" in cancel ? cancel : cancellationOfSignal(cancel);
   // A cancellation's reason is the run's error (see Cancellation.abort's callers): rejected as it is.
   return new Promise((resolve, reject: (reason: Error) => void) => {
     if (cancellation.aborted) {
