@@ -28,6 +28,41 @@ export function toBinaryFast(schema: DescMessage, message: object): Uint8Array {
   return out.finish();
 }
 
+/** Bytes before each message of a gRPC frame: a flag (0, not compressed) and the length, big-endian. */
+export const grpcFramePrefixBytes = 5;
+
+/**
+ * Messages of `schema` as consecutive gRPC frames in one buffer: before each message's bytes (as
+ * {@link toBinaryFast} writes them), a byte 0 (not compressed) and its length in four bytes,
+ * big-endian. A stream's batch then goes out in one write with one allocation, instead of a buffer
+ * per message and a second copy of each into the frames. Stops after the message that brings the
+ * messages' bytes to `untilBytes`, so that a long batch is encoded a part at a time: the frames
+ * then hold the first messages only.
+ */
+export function toFramedBinaryFast(
+  schema: DescMessage,
+  messages: readonly object[],
+  untilBytes = Number.POSITIVE_INFINITY,
+): Buffer {
+  const codec = messageCodec(schema);
+  const out = new BinaryOut();
+  let messageBytes = 0;
+  for (const message of messages) {
+    out.ensure(grpcFramePrefixBytes);
+    const at = out.pos;
+    out.pos += grpcFramePrefixBytes;
+    if (codec) codec.write(message as Fields, out);
+    else out.raw(toBinary(schema, create(schema, message as never)));
+    // Read after writing: the scratch buffer may have grown meanwhile.
+    const length = out.pos - at - grpcFramePrefixBytes;
+    out.buffer[at] = 0;
+    out.buffer.writeUInt32BE(length, at + 1);
+    messageBytes += length;
+    if (messageBytes >= untilBytes) break;
+  }
+  return out.finish();
+}
+
 /**
  * A message of `schema` that protobuf-es's `toBinary` writes as exactly `bytes` (the encoding of
  * a message of that type): every field unset, the bytes carried as one unknown field. Lets a

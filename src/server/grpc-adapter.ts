@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import { sendPaced, type CallPacer } from "./call-pacer.js";
-import { toBinaryFast } from "../codec/fast-binary.js";
+import { toBinaryFast, toFramedBinaryFast } from "../codec/fast-binary.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
@@ -268,7 +268,9 @@ function serveStream(
   }
   // The messages ready together come as one batch (see message-batches.ts): one step of the
   // generators behind it for all of them, and one write.
-  const send = createBatchSender(call, encodeResponse, options.pacer);
+  const send = createBatchSender(call, encodeResponse, options.pacer, (messages, untilBytes) =>
+    toFramedBinaryFast(method.output, messages as readonly object[], untilBytes),
+  );
   return started instanceof SettledStream
     ? serveSettled(call, started, send, context, options)
     : serveBatches(call, started.batches, send, context, options);

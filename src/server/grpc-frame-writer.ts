@@ -1,5 +1,6 @@
 import { Metadata, ServerInterceptingCall, type ServerInterceptingCallInterface } from "@grpc/grpc-js";
 import type { Writable } from "node:stream";
+import { grpcFramePrefixBytes as prefixBytes } from "../codec/fast-binary.js";
 
 /**
  * grpc-js sends a stream's messages one at a time: each `call.write` is framed and handed to the
@@ -27,10 +28,11 @@ export interface FrameWriter {
   /** Whether a message of `bytes` is within the call's limit (grpc-js refuses larger ones itself). */
   fits(bytes: number): boolean;
   /**
-   * Writes `messages`, each with its 5-byte gRPC prefix, in one write; does nothing once the call
-   * is over. Returns false when the HTTP/2 stream's buffer is full: wait for {@link drained}.
+   * Writes `count` messages framed in `frames` (each with its 5-byte gRPC prefix, see
+   * {@link framesOf}) in one write; does nothing once the call is over. Returns false when the
+   * HTTP/2 stream's buffer is full: wait for {@link drained}.
    */
-  write(messages: readonly Uint8Array[], totalBytes: number): boolean;
+  write(frames: Buffer, count: number): boolean;
   /** Resolves when the HTTP/2 stream can take more, or when the call ends. */
   drained(): Promise<void>;
   /** Bytes waiting in the HTTP/2 stream's buffer (written, not yet taken by the HTTP/2 session). */
@@ -49,7 +51,6 @@ interface BaseCall {
 /** A grpc-js server call as the handler receives it: a ServerWritableStream or ServerDuplexStream. */
 type ServerCall = Writable & { readonly cancelled: boolean; sendMetadata(metadata: Metadata): void };
 
-const prefixBytes = 5;
 /**
  * The responder an interceptor gets when it sets no `sendMessage` or `sendMetadata` of its own: it
  * passes messages on, and the headers at once.
@@ -73,22 +74,13 @@ export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
       return stream.writableLength;
     },
     fits: (bytes) => base.maxSendMessageSize === -1 || bytes <= base.maxSendMessageSize,
-    write(messages, totalBytes) {
+    write(frames, count) {
       if (!live()) return true;
-      const out = Buffer.allocUnsafe(totalBytes + prefixBytes * messages.length);
-      let at = 0;
-      for (const message of messages) {
-        // Byte 0: not compressed (grpc-js compresses no response either); then the length, big-endian.
-        out[at] = 0;
-        out.writeUInt32BE(message.byteLength, at + 1);
-        out.set(message, at + prefixBytes);
-        at += prefixBytes + message.byteLength;
-      }
       const tracker = base.callEventTracker;
       // As grpc-js does, a message counts as sent once its write completes; a failed write breaks
       // the stream, which grpc-js reports as the call's cancellation.
-      return stream.write(out, (error) => {
-        if (!error && tracker) for (let i = 0; i < messages.length; i++) tracker.addMessageSent();
+      return stream.write(frames, (error) => {
+        if (!error && tracker) for (let i = 0; i < count; i++) tracker.addMessageSent();
       });
     },
     drained() {
@@ -105,6 +97,31 @@ export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
       });
     },
   };
+}
+
+/** `messages` as consecutive gRPC frames in one buffer; `totalBytes` is the sum of their lengths. */
+export function framesOf(messages: readonly Uint8Array[], totalBytes: number): Buffer {
+  const out = Buffer.allocUnsafe(totalBytes + prefixBytes * messages.length);
+  let at = 0;
+  for (const message of messages) {
+    // Byte 0: not compressed (grpc-js compresses no response either); then the length, big-endian.
+    out[at] = 0;
+    out.writeUInt32BE(message.byteLength, at + 1);
+    out.set(message, at + prefixBytes);
+    at += prefixBytes + message.byteLength;
+  }
+  return out;
+}
+
+/** The messages framed in `frames`, as views of it (nothing is copied). */
+export function messagesOfFrames(frames: Buffer): Buffer[] {
+  const messages: Buffer[] = [];
+  for (let at = 0; at < frames.length;) {
+    const length = frames.readUInt32BE(at + 1);
+    messages.push(frames.subarray(at + prefixBytes, at + prefixBytes + length));
+    at += prefixBytes + length;
+  }
+  return messages;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ServerDuplexStream, ServerWritableStream } from "@grpc/grpc-js";
 import { sendPaced, type CallPacer } from "./call-pacer.js";
-import { frameWriterFor, type FrameWriter } from "./grpc-frame-writer.js";
+import { grpcFramePrefixBytes } from "../codec/fast-binary.js";
+import { framesOf, frameWriterFor, messagesOfFrames, type FrameWriter } from "./grpc-frame-writer.js";
 
 /** A grpc-js server call that sends a stream of messages. */
 export type StreamingCall = ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>;
@@ -25,12 +26,16 @@ export type BatchSender = (batch: readonly unknown[]) => boolean | Promise<boole
  * `encode`; the messages of a batch are written together, up to {@link maxBytesPerWrite} per write,
  * through a FrameWriter (one HTTP/2 write for all of them) when grpc-js allows one, and otherwise
  * one `call.write` each, as before. Every write is paced (CallPacer.send) and, when the stream's
- * buffer is full, waits until the client reads (or leaves) before the next.
+ * buffer is full, waits until the client reads (or leaves) before the next. With `encodeFrames`
+ * (the messages as consecutive gRPC frames in one buffer, up to the one that brings their bytes to
+ * `untilBytes`: see toFramedBinaryFast), a batch bound for the FrameWriter is encoded straight into
+ * the buffer it writes.
  */
 export function createBatchSender(
   call: StreamingCall,
   encode: (message: unknown) => Buffer,
   pacer: CallPacer | undefined,
+  encodeFrames?: (messages: readonly unknown[], untilBytes: number) => Buffer,
 ): BatchSender {
   const writer = frameWriterFor(call);
 
@@ -44,22 +49,35 @@ export function createBatchSender(
     if (!writable) await waitForDrain(call);
   };
 
-  // Several messages in one write; through grpc-js, in order, when the writer cannot take them now.
-  // Undefined when the write is done and nothing need be awaited; else what to await.
-  const writeTogether = (direct: FrameWriter, messages: Buffer[], bytes: number): Promise<void> | undefined => {
+  // `count` framed messages in one write; through grpc-js, in order, when the writer cannot take
+  // them now. Undefined when the write is done and nothing need be awaited; else what to await.
+  const writeTogether = (direct: FrameWriter, frames: Buffer, count: number): Promise<void> | undefined => {
     let wait: (() => Promise<void>) | undefined;
     const sending = sendPaced(pacer, () => {
       if (call.cancelled) return;
       if (direct.ready()) {
-        if (!direct.write(messages, bytes)) wait = () => direct.drained();
+        if (!direct.write(frames, count)) wait = () => direct.drained();
         return;
       }
       let writable = true;
-      for (const message of messages) writable = call.write(message);
+      for (const message of messagesOfFrames(frames)) writable = call.write(message);
       if (!writable) wait = () => waitForDrain(call);
     });
     if (!sending) return wait?.();
     return sending.then(() => wait?.());
+  };
+
+  // Whether `frames` hold the whole batch of `count` messages and go in one write: each message
+  // within the call's limit, all of them under maxBytesPerWrite (as encodeForOneWrite counts).
+  const framesFitOneWrite = (direct: FrameWriter, frames: Buffer, count: number): boolean => {
+    if (frames.length - count * grpcFramePrefixBytes >= maxBytesPerWrite) return false;
+    let framed = 0;
+    for (let at = 0; at < frames.length; framed++) {
+      const length = frames.readUInt32BE(at + 1);
+      if (!direct.fits(length)) return false;
+      at += grpcFramePrefixBytes + length;
+    }
+    return framed === count;
   };
 
   // Encodes the batch into `encoded` while it fits in one write; its bytes when all of it does.
@@ -80,10 +98,18 @@ export function createBatchSender(
   return (batch) => {
     if (call.cancelled) return false;
     if (batch.length === 0) return true;
-    const encoded: Buffer[] = [];
-    const bytes = writer ? encodeForOneWrite(batch, encoded) : undefined;
-    if (!writer || bytes === undefined) return sendInSteps(batch, encoded);
-    const waiting = writeTogether(writer, encoded, bytes);
+    if (!writer) return sendInSteps(batch, []);
+    let frames: Buffer;
+    if (encodeFrames) {
+      frames = encodeFrames(batch, maxBytesPerWrite);
+      if (!framesFitOneWrite(writer, frames, batch.length)) return sendInSteps(batch, messagesOfFrames(frames));
+    } else {
+      const encoded: Buffer[] = [];
+      const bytes = encodeForOneWrite(batch, encoded);
+      if (bytes === undefined) return sendInSteps(batch, encoded);
+      frames = framesOf(encoded, bytes);
+    }
+    const waiting = writeTogether(writer, frames, batch.length);
     return waiting ? waiting.then(() => true) : true;
   };
 
@@ -95,7 +121,7 @@ export function createBatchSender(
       const [messages, bytes] = [together, togetherBytes];
       together = [];
       togetherBytes = 0;
-      await writeTogether(writer, messages, bytes);
+      await writeTogether(writer, framesOf(messages, bytes), messages.length);
     };
     for (const [index, message] of batch.entries()) {
       if (call.cancelled) return false;

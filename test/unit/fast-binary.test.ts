@@ -5,7 +5,8 @@ import { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ExecuteToolResponseSchema, RunToolResponseSchema } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ListToolsResponseSchema } from "../../gen/toolruntime/v1/registry_pb.js";
 import { ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
-import { preEncodedMessage, toBinaryFast } from "../../src/codec/fast-binary.js";
+import { preEncodedMessage, toBinaryFast, toFramedBinaryFast } from "../../src/codec/fast-binary.js";
+import { framesOf, messagesOfFrames } from "../../src/server/grpc-frame-writer.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
 import { apiMessageSchemas, fillMessage, seededRandom } from "./random-messages.js";
 
@@ -38,6 +39,29 @@ describe("toBinaryFast()", () => {
     expect(equals(ExecuteToolResponseSchema, decoded, response)).to.equal(true);
     // The message given is not changed.
     expect(response.result?.metadata).to.equal(metadata);
+  });
+
+  it("frames several messages in one buffer as gRPC frames of what toBinaryFast writes, up to untilBytes", () => {
+    const events = [1n, 2n, 3n].map((sequence) =>
+      create(RunToolResponseSchema, {
+        event: create(RunEventSchema, {
+          sequence,
+          executionId: "e-3",
+          event: { case: "completed", value: { result: create(ToolResultSchema, { success: true, metadata }) } },
+        }),
+      }),
+    );
+    const each = events.map((event) => Buffer.from(toBinaryFast(RunToolResponseSchema, event)));
+    const total = each.reduce((sum, bytes) => sum + bytes.length, 0);
+    const frames = toFramedBinaryFast(RunToolResponseSchema, events);
+    expect(frames.equals(framesOf(each, total))).to.equal(true);
+    const sequences = messagesOfFrames(frames).map((bytes) => fromBinary(RunToolResponseSchema, bytes).event?.sequence);
+    expect(sequences).to.deep.equal([1n, 2n, 3n]);
+    // It stops after the message that brings the bytes to untilBytes: here the second.
+    const two = toFramedBinaryFast(RunToolResponseSchema, events, each[0]!.length + 1);
+    expect(two.equals(framesOf(each.slice(0, 2), each[0]!.length + each[1]!.length))).to.equal(true);
+    expect(toFramedBinaryFast(RunToolResponseSchema, events, each[0]!.length)).to.have.length(each[0]!.length + 5);
+    expect(toFramedBinaryFast(RunToolResponseSchema, [])).to.have.length(0);
   });
 
   it("reaches Structs inside oneof cases and nested messages (an event's result, a spec's schemas)", () => {

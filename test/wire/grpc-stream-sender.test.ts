@@ -11,7 +11,7 @@ import {
   type ServiceError,
 } from "@grpc/grpc-js";
 import { expect } from "chai";
-import { frameWriterFor, type FrameWriter } from "../../src/server/grpc-frame-writer.js";
+import { framesOf, frameWriterFor, type FrameWriter } from "../../src/server/grpc-frame-writer.js";
 import { createBatchSender, maxBytesPerWrite, type BatchSender } from "../../src/server/grpc-stream-sender.js";
 
 const path = "/test.Streams/Send";
@@ -112,110 +112,132 @@ describe("Batches of a stream on the gRPC port", () => {
     });
   });
 
-  describe("createBatchSender()", () => {
-    const messageBytes = 4096;
-    const count = 1024; // 4 MiB: far more than HTTP/2 flow control lets through before the client reads
+  for (const framed of [false, true]) {
+    describe(framed ? "createBatchSender() with a frame encoder" : "createBatchSender()", () => {
+      /**
+       * The sender under test: messages encoded one by one, or (framed) a batch encoded into its
+       * frames at once, as toFramedBinaryFast does it: message by message until `untilBytes`.
+       */
+      /** Batches given to the frame encoder. */
+      let framedBatches = 0;
+      const sender = (call: ServerWritableStream<Buffer, Buffer>, encode: (message: unknown) => Buffer): BatchSender =>
+        createBatchSender(
+          call,
+          encode,
+          undefined,
+          framed
+            ? (batch, untilBytes) => {
+                framedBatches += 1;
+                const messages: Buffer[] = [];
+                let bytes = 0;
+                for (const each of batch) {
+                  messages.push(encode(each));
+                  bytes += messages.at(-1)!.length;
+                  if (bytes >= untilBytes) break;
+                }
+                return framesOf(messages, bytes);
+              }
+            : undefined,
+        );
+      const messageBytes = 4096;
+      const count = 1024; // 4 MiB: far more than HTTP/2 flow control lets through before the client reads
 
-    it("writes a batch in order, 16 KiB a write, and stops writing while the client does not read", async () => {
-      let writer: FrameWriter | undefined;
-      let encoded = 0;
-      let send: BatchSender | undefined;
-      let sent: boolean | Promise<boolean> | undefined;
-      const started = await startServer([passThrough, watchesStart], () => handler);
-      server = started.server;
-      const ended = new Promise<void>((resolve) => {
-        handler = async (call) => {
-          writer = frameWriterFor(call);
-          send = createBatchSender(
-            call,
-            (index) => {
+      it("writes a batch in order, 16 KiB a write, and stops writing while the client does not read", async () => {
+        let writer: FrameWriter | undefined;
+        let encoded = 0;
+        let send: BatchSender | undefined;
+        let sent: boolean | Promise<boolean> | undefined;
+        const started = await startServer([passThrough, watchesStart], () => handler);
+        server = started.server;
+        const ended = new Promise<void>((resolve) => {
+          handler = async (call) => {
+            writer = frameWriterFor(call);
+            send = sender(call, (index) => {
               encoded += 1;
               return message(index as number, messageBytes);
-            },
-            undefined,
-          );
-          sent = send(Array.from({ length: count }, (_, index) => index));
-          expect(await sent).to.equal(true);
-          call.end();
-          resolve();
-        };
+            });
+            sent = send(Array.from({ length: count }, (_, index) => index));
+            expect(await sent).to.equal(true);
+            call.end();
+            resolve();
+          };
+        });
+        const stream = openStream(started.port);
+        // The client reads nothing yet: the writes must stop once the stream's buffer is full.
+        await until(() => writer !== undefined && writer.bufferedBytes >= maxBytesPerWrite);
+        expect(encoded, "messages encoded when the buffer filled").to.be.below(count);
+        expect(writer!.bufferedBytes).to.be.at.most(maxBytesPerWrite + 4 * (messageBytes + 5));
+
+        const { messages, error } = await stream.read();
+        await ended;
+        expect(error).to.equal(undefined);
+        expect(messages).to.have.length(count);
+        messages.forEach((bytes, index) => expect(bytes.readUInt32BE(0), `message ${index}`).to.equal(index));
+        expect(messages.every((bytes) => bytes.length === messageBytes)).to.equal(true);
+        stream.close();
       });
-      const stream = openStream(started.port);
-      // The client reads nothing yet: the writes must stop once the stream's buffer is full.
-      await until(() => writer !== undefined && writer.bufferedBytes >= maxBytesPerWrite);
-      expect(encoded, "messages encoded when the buffer filled").to.be.below(count);
-      expect(writer!.bufferedBytes).to.be.at.most(maxBytesPerWrite + 4 * (messageBytes + 5));
 
-      const { messages, error } = await stream.read();
-      await ended;
-      expect(error).to.equal(undefined);
-      expect(messages).to.have.length(count);
-      messages.forEach((bytes, index) => expect(bytes.readUInt32BE(0), `message ${index}`).to.equal(index));
-      expect(messages.every((bytes) => bytes.length === messageBytes)).to.equal(true);
-      stream.close();
-    });
-
-    it("writes a batch that fits in one write at once, without a promise, and encodes each message once", async () => {
-      const started = await startServer([passThrough, watchesStart], () => handler);
-      server = started.server;
-      const encodings: number[] = [];
-      const answers: unknown[] = [];
-      handler = async (call) => {
-        const send = createBatchSender(
-          call,
-          (index) => {
+      it("writes a batch that fits in one write at once, without a promise, and encodes each message once", async () => {
+        const started = await startServer([passThrough, watchesStart], () => handler);
+        server = started.server;
+        const encodings: number[] = [];
+        framedBatches = 0;
+        const answers: unknown[] = [];
+        handler = async (call) => {
+          const send = sender(call, (index) => {
             encodings.push(index as number);
             return message(index as number, 100);
-          },
-          undefined,
-        );
-        answers.push(send([0, 1, 2, 3, 4, 5]));
-        // Past one write (16 KiB): in steps, as a promise.
-        const big = send(Array.from({ length: 200 }, (_, index) => index + 6));
-        answers.push(big);
-        await big;
-        call.end();
-      };
-      const stream = openStream(started.port);
-      const { messages, error } = await stream.read();
-      expect(error).to.equal(undefined);
-      expect(answers[0]).to.equal(true);
-      expect(answers[1]).to.be.instanceOf(Promise);
-      expect(encodings).to.deep.equal(Array.from({ length: 206 }, (_, i) => i));
-      expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal(Array.from({ length: 206 }, (_, i) => i));
-      stream.close();
-    });
+          });
+          answers.push(send([0, 1, 2, 3, 4, 5]));
+          // Past one write (16 KiB): in steps, as a promise.
+          const big = send(Array.from({ length: 200 }, (_, index) => index + 6));
+          answers.push(big);
+          await big;
+          call.end();
+        };
+        const stream = openStream(started.port);
+        const { messages, error } = await stream.read();
+        expect(error).to.equal(undefined);
+        expect(answers[0]).to.equal(true);
+        expect(answers[1]).to.be.instanceOf(Promise);
+        expect(encodings).to.deep.equal(Array.from({ length: 206 }, (_, i) => i));
+        // Framed, each batch went to the frame encoder (the big one once, then message by message).
+        expect(framedBatches).to.equal(framed ? 2 : 0);
+        expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal(Array.from({ length: 206 }, (_, i) => i));
+        stream.close();
+      });
 
-    it("writes through call.write, in order, when an interceptor handles messages", async () => {
-      const started = await startServer([countsMessages], () => handler);
-      server = started.server;
-      handler = async (call) => {
-        const send = createBatchSender(call, (index) => message(index as number, 100), undefined);
-        expect(await send([0, 1, 2])).to.equal(true);
-        expect(await send(Array.from({ length: 500 }, (_, index) => index + 3))).to.equal(true);
-        call.end();
-      };
-      const stream = openStream(started.port);
-      const { messages, error } = await stream.read();
-      expect(error).to.equal(undefined);
-      expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal(Array.from({ length: 503 }, (_, i) => i));
-      stream.close();
-    });
+      it("writes through call.write, in order, when an interceptor handles messages", async () => {
+        const started = await startServer([countsMessages], () => handler);
+        server = started.server;
+        handler = async (call) => {
+          const send = sender(call, (index) => message(index as number, 100));
+          expect(await send([0, 1, 2])).to.equal(true);
+          expect(await send(Array.from({ length: 500 }, (_, index) => index + 3))).to.equal(true);
+          call.end();
+        };
+        const stream = openStream(started.port);
+        const { messages, error } = await stream.read();
+        expect(error).to.equal(undefined);
+        expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal(Array.from({ length: 503 }, (_, i) => i));
+        stream.close();
+      });
 
-    it("sends the messages before one over the size limit, then ends with grpc-js's RESOURCE_EXHAUSTED", async () => {
-      const started = await startServer([passThrough, watchesStart], () => handler, 10_000);
-      server = started.server;
-      handler = async (call) => {
-        const sizes = [100, 100, 20_000, 100];
-        const send = createBatchSender(call, (index) => message(index as number, sizes[index as number]!), undefined);
-        await send([0, 1, 2, 3]);
-        call.end();
-      };
-      const stream = openStream(started.port);
-      const { messages, error } = await stream.read();
-      expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal([0, 1]);
-      expect(error?.code).to.equal(status.RESOURCE_EXHAUSTED);
-      stream.close();
+      it("sends the messages before one over the size limit, then ends with grpc-js's RESOURCE_EXHAUSTED", async () => {
+        const started = await startServer([passThrough, watchesStart], () => handler, 10_000);
+        server = started.server;
+        handler = async (call) => {
+          const sizes = [100, 100, 20_000, 100];
+          const send = sender(call, (index) => message(index as number, sizes[index as number]!));
+          await send([0, 1, 2, 3]);
+          call.end();
+        };
+        const stream = openStream(started.port);
+        const { messages, error } = await stream.read();
+        expect(messages.map((bytes) => bytes.readUInt32BE(0))).to.deep.equal([0, 1]);
+        expect(error?.code).to.equal(status.RESOURCE_EXHAUSTED);
+        stream.close();
+      });
     });
-  });
+  }
 });
