@@ -60,43 +60,68 @@ const passThrough = responderOf(new ServerInterceptingCall({} as ServerIntercept
 /** A writer for `call`'s HTTP/2 stream, or undefined when grpc-js is not shaped as expected. */
 export function frameWriterFor(call: ServerCall): FrameWriter | undefined {
   const base = baseCallOf(call);
-  if (!base) return undefined;
-  const stream = base.stream;
-  const live = (): boolean => !base.cancelled && !stream.destroyed && !stream.closed && !stream.writableEnded;
-  return {
-    ready() {
-      if (call.writableLength > 0 || !live()) return false;
-      // grpc-js sends the headers before the first message; interceptors see them on the way.
-      if (!base.metadataSent) call.sendMetadata(new Metadata());
-      return base.metadataSent;
-    },
-    get bufferedBytes() {
-      return stream.writableLength;
-    },
-    fits: (bytes) => base.maxSendMessageSize === -1 || bytes <= base.maxSendMessageSize,
-    write(frames, count) {
-      if (!live()) return true;
-      const tracker = base.callEventTracker;
-      // As grpc-js does, a message counts as sent once its write completes; a failed write breaks
-      // the stream, which grpc-js reports as the call's cancellation.
-      return stream.write(frames, (error) => {
-        if (!error && tracker) for (let i = 0; i < count; i++) tracker.addMessageSent();
-      });
-    },
-    drained() {
-      return new Promise((resolve) => {
-        const done = (): void => {
-          stream.off("drain", done);
-          stream.off("close", done);
-          call.off("cancelled", done);
-          resolve();
-        };
-        stream.once("drain", done);
-        stream.once("close", done);
-        call.once("cancelled", done);
-      });
-    },
-  };
+  return base ? new DirectFrameWriter(call, base) : undefined;
+}
+
+/**
+ * The FrameWriter of one call. A class: the object literal it replaced, five closures and a getter
+ * made for every stream, cost about a microsecond per call.
+ */
+class DirectFrameWriter implements FrameWriter {
+  readonly #call: ServerCall;
+  readonly #base: BaseCall;
+
+  constructor(call: ServerCall, base: BaseCall) {
+    this.#call = call;
+    this.#base = base;
+  }
+
+  #live(): boolean {
+    const stream = this.#base.stream;
+    return !this.#base.cancelled && !stream.destroyed && !stream.closed && !stream.writableEnded;
+  }
+
+  ready(): boolean {
+    if (this.#call.writableLength > 0 || !this.#live()) return false;
+    // grpc-js sends the headers before the first message; interceptors see them on the way.
+    if (!this.#base.metadataSent) this.#call.sendMetadata(new Metadata());
+    return this.#base.metadataSent;
+  }
+
+  get bufferedBytes(): number {
+    return this.#base.stream.writableLength;
+  }
+
+  fits(bytes: number): boolean {
+    const limit = this.#base.maxSendMessageSize;
+    return limit === -1 || bytes <= limit;
+  }
+
+  write(frames: Buffer, count: number): boolean {
+    if (!this.#live()) return true;
+    const tracker = this.#base.callEventTracker;
+    // As grpc-js does, a message counts as sent once its write completes; a failed write breaks
+    // the stream, which grpc-js reports as the call's cancellation.
+    return this.#base.stream.write(frames, (error) => {
+      if (!error && tracker) for (let i = 0; i < count; i++) tracker.addMessageSent();
+    });
+  }
+
+  drained(): Promise<void> {
+    const stream = this.#base.stream;
+    const call = this.#call;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        stream.off("drain", done);
+        stream.off("close", done);
+        call.off("cancelled", done);
+        resolve();
+      };
+      stream.once("drain", done);
+      stream.once("close", done);
+      call.once("cancelled", done);
+    });
+  }
 }
 
 /** `messages` as consecutive gRPC frames in one buffer; `totalBytes` is the sum of their lengths. */

@@ -27,9 +27,94 @@ export type StartedStream<T> = SettledStream<T> | { readonly batches: AsyncItera
  * one turn cross the generators between the run and the transport in one step, not one each.
  */
 export interface BatchedStream<T> extends AsyncIterable<T> {
-  readonly [batchesKey]: () => AsyncIterator<readonly T[]>;
+  [batchesKey](): AsyncIterator<readonly T[]>;
   /** Its synchronous start, when it has one (see {@link startableStream}). */
-  readonly [startKey]?: (() => StartedStream<T>) | undefined;
+  [startKey]?(): StartedStream<T>;
+}
+
+// The streams below are classes, with their methods on the prototype: an object literal with
+// computed (symbol) keys and a generator method, made per call, cost about a microsecond each.
+
+/** The messages of the batches `batches()` yields, one by one; nothing starts until first stepped. */
+async function* messagesOf<T>(batches: () => AsyncIterable<readonly T[]>): AsyncGenerator<T> {
+  for await (const batch of batches()) yield* batch;
+}
+
+/** The batches of the stream `start()` begins, started when first stepped. */
+async function* startedWhenStepped<T>(
+  start: () => SettledStream<T> | AsyncIterable<readonly T[]>,
+): AsyncGenerator<readonly T[]> {
+  yield* batchesOfStarted(start());
+}
+
+class Batched<T> implements BatchedStream<T> {
+  readonly #batches: () => AsyncIterable<readonly T[]>;
+
+  constructor(batches: () => AsyncIterable<readonly T[]>) {
+    this.#batches = batches;
+  }
+
+  [batchesKey](): AsyncIterator<readonly T[]> {
+    return this.#batches()[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return messagesOf(this.#batches);
+  }
+}
+
+class Startable<T> implements BatchedStream<T> {
+  readonly #start: () => SettledStream<T> | AsyncIterable<readonly T[]>;
+
+  constructor(start: () => SettledStream<T> | AsyncIterable<readonly T[]>) {
+    this.#start = start;
+  }
+
+  [batchesKey](): AsyncIterator<readonly T[]> {
+    return startedWhenStepped(this.#start);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return messagesOf(() => startedWhenStepped(this.#start));
+  }
+
+  [startKey](): StartedStream<T> {
+    let started: SettledStream<T> | AsyncIterable<readonly T[]>;
+    try {
+      started = this.#start();
+    } catch (error) {
+      return new SettledStream<T>([], () => asError(error));
+    }
+    return started instanceof SettledStream ? started : { batches: started[Symbol.asyncIterator]() };
+  }
+}
+
+class Wrapped<T> implements BatchedStream<T> {
+  readonly #stream: () => AsyncIterable<T>;
+  readonly #wrap: <U>(source: () => AsyncIterable<U>) => AsyncIterable<U>;
+  readonly #start: (() => StartedStream<T>) | undefined;
+
+  constructor(
+    stream: () => AsyncIterable<T>,
+    wrap: <U>(source: () => AsyncIterable<U>) => AsyncIterable<U>,
+    start: (() => StartedStream<T>) | undefined,
+  ) {
+    this.#stream = stream;
+    this.#wrap = wrap;
+    this.#start = start;
+  }
+
+  [batchesKey](): AsyncIterator<readonly T[]> {
+    return this.#wrap(() => iterableOf(batchesOf(this.#stream())))[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return this.#wrap(this.#stream)[Symbol.asyncIterator]();
+  }
+
+  [startKey](): StartedStream<T> {
+    return this.#start ? this.#start() : { batches: this[batchesKey]() };
+  }
 }
 
 /**
@@ -38,12 +123,7 @@ export interface BatchedStream<T> extends AsyncIterable<T> {
  * batches, as is. Empty batches are passed on as they are (the grpc-js adapter writes nothing).
  */
 export function batchedStream<T>(batches: () => AsyncIterable<readonly T[]>): BatchedStream<T> {
-  return {
-    [batchesKey]: () => batches()[Symbol.asyncIterator](),
-    async *[Symbol.asyncIterator]() {
-      for await (const batch of batches()) yield* batch;
-    },
-  };
+  return new Batched(batches);
 }
 
 /**
@@ -72,24 +152,7 @@ export function batchesOf<T>(stream: AsyncIterable<T>): AsyncIterator<readonly T
  * ({@link startOf}) and writes a settled stream and ends the call without a generator or a promise.
  */
 export function startableStream<T>(start: () => SettledStream<T> | AsyncIterable<readonly T[]>): BatchedStream<T> {
-  const batches = async function* (): AsyncGenerator<readonly T[]> {
-    yield* batchesOfStarted(start());
-  };
-  return {
-    [batchesKey]: () => batches(),
-    async *[Symbol.asyncIterator]() {
-      for await (const batch of batches()) yield* batch;
-    },
-    [startKey]: (): StartedStream<T> => {
-      let started: SettledStream<T> | AsyncIterable<readonly T[]>;
-      try {
-        started = start();
-      } catch (error) {
-        return new SettledStream<T>([], () => asError(error));
-      }
-      return started instanceof SettledStream ? started : { batches: started[Symbol.asyncIterator]() };
-    },
-  };
+  return new Startable(start);
 }
 
 /** The batches of a stream as started: a settled one's batch and then its end, or the batches to come. */
@@ -111,8 +174,8 @@ export async function* batchesOfStarted<T>(
  * settled stream that ends with the error.
  */
 export function startOf<T>(stream: AsyncIterable<T>): StartedStream<T> {
-  const start = (stream as Partial<BatchedStream<T>>)[startKey];
-  return start ? start() : { batches: batchesOf(stream) };
+  const batched = stream as Partial<BatchedStream<T>>;
+  return batched[startKey] ? batched[startKey]() : { batches: batchesOf(stream) };
 }
 
 /**
@@ -126,12 +189,7 @@ export function wrapStream<T>(
   wrap: <U>(source: () => AsyncIterable<U>) => AsyncIterable<U>,
   start?: () => StartedStream<T>,
 ): BatchedStream<T> {
-  return {
-    [batchesKey]: () => wrap(() => iterableOf(batchesOf(stream())))[Symbol.asyncIterator](),
-    [Symbol.asyncIterator]: () => wrap(stream)[Symbol.asyncIterator](),
-    // Always present (undefined when not given): a literal with a spread in it is V8's slow path.
-    [startKey]: start,
-  };
+  return new Wrapped(stream, wrap, start);
 }
 
 /** An iterable over an iterator already started (iterating it again continues it). */
