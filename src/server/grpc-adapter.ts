@@ -126,12 +126,21 @@ export function addServiceToGrpcServer<S extends DescService>(
         deadlineMs: deadline instanceof Date ? deadline.getTime() : deadline,
         values,
       });
+      if (options.shutdownSignal?.aborted) context.abort(options.shutdownSignal.reason);
+      return context;
+    };
+    // A call that goes on past the turn it started in: its client's cancellation, its deadline and
+    // the server's shutdown reach it from now on. Nothing can happen to a call within that turn, so
+    // one answered in it (a run that ended inside start) needs neither a listener nor a place in
+    // liveContexts, about a microsecond of EventEmitter and Set work per call.
+    const goesOn = (
+      call: ServerUnaryCall<Buffer, Buffer> | ServerWritableStream<Buffer, Buffer> | ServerDuplexStream<Buffer, Buffer>,
+      context: GrpcHandlerContext,
+    ): void => {
       // grpc-js emits "cancelled" when the client cancels, the deadline passes or the connection
       // drops, and also after some calls that ended normally: only a call still going is cancelled.
       (call as NodeJS.EventEmitter).once("cancelled", () => context.cancelledByPeer());
-      if (options.shutdownSignal?.aborted) context.abort(options.shutdownSignal.reason);
       liveContexts.add(context);
-      return context;
     };
     const ended = (context: GrpcHandlerContext): void => {
       liveContexts.delete(context);
@@ -155,6 +164,7 @@ export function addServiceToGrpcServer<S extends DescService>(
               requests,
             );
             if (serving) {
+              goesOn(call, callContext);
               void serving.finally(() => {
                 ended(callContext);
                 release();
@@ -172,6 +182,7 @@ export function addServiceToGrpcServer<S extends DescService>(
             const callContext = context(call);
             const serving = serveUnary(call, callback, method, impl as UnaryMethod, callContext, options);
             if (serving) {
+              goesOn(call, callContext);
               void serving.finally(() => {
                 ended(callContext);
                 release();
