@@ -75,7 +75,10 @@ export function serveConsoleAsset(
   response: ServerResponse | Http2ServerResponse,
   directory: string = defaultDirectory,
 ): boolean {
-  const path = (request.url ?? "").split("?")[0] ?? "";
+  const url = request.url ?? "";
+  // Every call of the HTTP port passes here: most are told apart without splitting their URL.
+  if (!url.startsWith("/console")) return false;
+  const path = url.split("?")[0] ?? "";
   if (path !== "/console" && !path.startsWith(consolePath)) return false;
   const reply = (status: number, headers: Record<string, string>, body?: Buffer | string): void => {
     response.writeHead(status, { "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", ...headers });

@@ -1,4 +1,4 @@
-import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import type { DescMethod } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import {
   encodeEnvelope,
@@ -7,6 +7,7 @@ import {
   type UniversalServerRequest,
 } from "@connectrpc/connect/protocol";
 import { pino } from "pino";
+import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { toConnectError } from "./to-connect-error.js";
@@ -95,7 +96,8 @@ async function* checkUnary(
 
 function checkMessage(method: DescMethod, bytes: Uint8Array): void {
   try {
-    fromBinary(method.input, bytes, { recursionLimit: protobufRecursionLimit, readUnknownFields: false });
+    // The gRPC port's decoder: the same refusals, with protobuf-es's own messages, at a fraction of the cost.
+    fromBinaryFast(method.input, bytes, { recursionLimit: protobufRecursionLimit, readUnknownFields: false });
   } catch (error) {
     const reason = error instanceof RangeError ? "it is nested too deeply" : (error as Error).message;
     throw toConnectError(invalidRequest(`request is not a valid ${method.input.typeName} message: ${reason}`), silent);
