@@ -1,4 +1,13 @@
-import { createHash } from "node:crypto";
+import crypto from "node:crypto";
+
+/**
+ * SHA-256 (hex) of a text: the one-shot `crypto.hash` (Node 20.12 and later), which makes no Hash
+ * object (StartExecution answers with a digest for every run), else a Hash.
+ */
+const sha256Hex: (text: string) => string =
+  typeof crypto.hash === "function"
+    ? (text) => crypto.hash("sha256", text, "hex")
+    : (text) => crypto.createHash("sha256").update(text).digest("hex");
 
 /**
  * SHA-256 (hex) of a JSON value's canonical text: object keys sorted, no whitespace. Two inputs
@@ -12,7 +21,7 @@ export function inputsDigest(value: unknown): string {
   } catch {
     text = "(not JSON)";
   }
-  return createHash("sha256").update(text).digest("hex");
+  return sha256Hex(text);
 }
 
 function canonicalJson(value: unknown, ancestors: Set<object>): string {
