@@ -1,5 +1,6 @@
-// `npm run bench:compare -- --baseline-main OTHER/dist/src/main.js`: this build against another,
-// both loaded at the same time. Each round starts both servers (in the default configuration,
+// `npm run bench:compare -- --baseline-main OTHER/dist/src/main.js`: this build against another
+// (or against itself with other flags: `--baseline-args "--log-level warn"`), both loaded at the
+// same time. Each round starts both servers (in the default configuration,
 // which of them first alternating), checks one call of each with a real client, and loads both
 // at once, each with its own h2load (2 connections × 16 streams), so that the swings of this
 // shared machine fall on both alike: the A/A spread of alternating windows (±10–30%) shrinks to a
@@ -55,6 +56,9 @@ const { values: flags } = parseArgs({
     call: { type: "string", default: "execute" },
     rounds: { type: "string", default: "8" },
     "measure-s": { type: "string", default: "4" },
+    // Flags for either server, after the shipped defaults (split at spaces).
+    args: { type: "string", default: "" },
+    "baseline-args": { type: "string", default: "" },
   },
 });
 const baselineFlag = flags["baseline-main"];
@@ -124,13 +128,16 @@ async function main(): Promise<void> {
   await writeFile(bodyFile, call.body);
   const rateRatios: number[] = [];
   const cpuRatios: number[] = [];
-  // The shipped default log level: startMainProcess asks for `warn` unless told otherwise.
-  const args = ["--log-level", "info"];
+  // The shipped default log level (startMainProcess asks for `warn` unless told otherwise), then
+  // the flags given.
+  const argsOf = (flagText: string): string[] => ["--log-level", "info", ...flagText.split(" ").filter(Boolean)];
+  const args = argsOf(flags.args);
+  const baselineArgs = argsOf(flags["baseline-args"]);
   try {
     for (let round = 1; round <= rounds; round++) {
       const start = [
         () => startMainProcess(args),
-        () => startMainProcess(args, { command: [process.execPath, baselineMain] }),
+        () => startMainProcess(baselineArgs, { command: [process.execPath, baselineMain] }),
       ];
       // Which starts first alternates: the first of two fresh servers can fare differently.
       const [first, second] = round % 2 === 1 ? [start[0]!, start[1]!] : [start[1]!, start[0]!];
@@ -142,7 +149,7 @@ async function main(): Promise<void> {
       const [ours, baseline] = round % 2 === 1 ? [firstServer, secondServer] : [secondServer, firstServer];
       try {
         const loaded = [await prepare(ours), await prepare(baseline)];
-        await loadTogether(loaded, 1, bodyFile, workDir);
+        await loadTogether(loaded, 2, bodyFile, workDir);
         const counters = await Promise.all(loaded.map(({ server }) => readSettledCounters(server.httpUrl, scope)));
         const measured = await loadTogether(loaded, measureS, bodyFile, workDir);
         const after = await Promise.all(loaded.map(({ server }) => readSettledCounters(server.httpUrl, scope)));
