@@ -3,8 +3,8 @@
 // same time. Each round starts both servers (in the default configuration,
 // which of them first alternating), checks one call of each with a real client, and loads both
 // at once, each with its own h2load (2 connections × 16 streams), so that the swings of this
-// shared machine fall on both alike: the A/A spread of alternating windows (±10–30%) shrinks to a
-// few percent. Every window is verified on both servers' counters. Reports calls/s and server CPU
+// shared machine fall on both alike: alternating windows differ by 10–30% between two copies of
+// one build, while the medians of eight rounds here fall within a few percent. Every window is verified on both servers' counters. Reports calls/s and server CPU
 // per call, this build ÷ the baseline, per round and as medians.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -17,12 +17,9 @@ import { checkWindow, countsBetween, readSettledCounters, type CounterScope } fr
 import { ensureH2load } from "./lib/ensure-h2load.js";
 import { runH2load, type H2loadResult } from "./lib/h2load.js";
 import { readProcessCpuMs } from "./lib/proc-cpu.js";
+import { median } from "./lib/stats.js";
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-};
 
 /** The calls a comparison can load: what is sent, where, and how one is checked first. */
 const calls = {

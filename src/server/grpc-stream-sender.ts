@@ -29,7 +29,7 @@ export type BatchSender = (batch: readonly unknown[]) => boolean | Promise<boole
  * buffer is full, waits until the client reads (or leaves) before the next. With `encodeFrames`
  * (the messages as consecutive gRPC frames in one buffer, up to the one that brings their bytes to
  * `untilBytes`: see toFramedBinaryFast), a batch bound for the FrameWriter is encoded straight into
- * the buffer it writes.
+ * the buffer it writes; without it, each message is encoded with `encode` and then framed.
  */
 export function createBatchSender(
   call: StreamingCall,
@@ -38,6 +38,18 @@ export function createBatchSender(
   encodeFrames?: (messages: readonly unknown[], untilBytes: number) => Buffer,
 ): BatchSender {
   const writer = frameWriterFor(call);
+  const framesFor =
+    encodeFrames ??
+    ((batch: readonly unknown[], untilBytes: number): Buffer => {
+      const encoded: Buffer[] = [];
+      let bytes = 0;
+      for (const message of batch) {
+        encoded.push(encode(message));
+        bytes += (encoded.at(-1) as Buffer).byteLength;
+        if (bytes >= untilBytes) break;
+      }
+      return framesOf(encoded, bytes);
+    });
 
   // One message through grpc-js, waiting for drain when its buffer is full.
   const writeOne = async (bytes: Buffer): Promise<void> => {
@@ -68,7 +80,7 @@ export function createBatchSender(
   };
 
   // Whether `frames` hold the whole batch of `count` messages and go in one write: each message
-  // within the call's limit, all of them under maxBytesPerWrite (as encodeForOneWrite counts).
+  // within the call's limit, all of them (the prefixes left out) under maxBytesPerWrite.
   const framesFitOneWrite = (direct: FrameWriter, frames: Buffer, count: number): boolean => {
     if (frames.length - count * grpcFramePrefixBytes >= maxBytesPerWrite) return false;
     let framed = 0;
@@ -80,18 +92,6 @@ export function createBatchSender(
     return framed === count;
   };
 
-  // Encodes the batch into `encoded` while it fits in one write; its bytes when all of it does.
-  const encodeForOneWrite = (batch: readonly unknown[], encoded: Buffer[]): number | undefined => {
-    let bytes = 0;
-    for (const message of batch) {
-      const bytesOf = encode(message);
-      encoded.push(bytesOf);
-      bytes += bytesOf.byteLength;
-      if (!writer?.fits(bytesOf.byteLength) || bytes >= maxBytesPerWrite) return undefined;
-    }
-    return bytes;
-  };
-
   // A batch that fits in one write is encoded once and written at once: the common case (a run's
   // events recorded in one turn), sent without a promise unless the pacer or the stream makes it
   // wait. Any other batch goes in steps (sendInSteps), with the messages already encoded.
@@ -99,16 +99,8 @@ export function createBatchSender(
     if (call.cancelled) return false;
     if (batch.length === 0) return true;
     if (!writer) return sendInSteps(batch, []);
-    let frames: Buffer;
-    if (encodeFrames) {
-      frames = encodeFrames(batch, maxBytesPerWrite);
-      if (!framesFitOneWrite(writer, frames, batch.length)) return sendInSteps(batch, messagesOfFrames(frames));
-    } else {
-      const encoded: Buffer[] = [];
-      const bytes = encodeForOneWrite(batch, encoded);
-      if (bytes === undefined) return sendInSteps(batch, encoded);
-      frames = framesOf(encoded, bytes);
-    }
+    const frames = framesFor(batch, maxBytesPerWrite);
+    if (!framesFitOneWrite(writer, frames, batch.length)) return sendInSteps(batch, messagesOfFrames(frames));
     const waiting = writeTogether(writer, frames, batch.length);
     return waiting ? waiting.then(() => true) : true;
   };
