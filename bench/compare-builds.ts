@@ -1,5 +1,6 @@
 // `npm run bench:compare -- --baseline-main OTHER/dist/src/main.js`: this build against another
-// (or against itself with other flags: `--baseline-args "--log-level warn"`), both loaded at the
+// (or against itself with other flags: `--baseline-args "--log-level warn"`, or other flags of
+// Node's: `--baseline-node-flags=--max-semi-space-size=32`), both loaded at the
 // same time. Each round starts both servers (in the default configuration,
 // which of them first alternating), checks one call of each with a real client, and loads both
 // at once, each with its own h2load (2 connections × 16 streams), so that the swings of this
@@ -10,6 +11,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { serverNodeFlags } from "../src/server-node-flags.js";
 import { startMainProcess, type MainProcess } from "../test/support/main-process.js";
 import { activateNoop, checkConnectExecute, checkGrpcExecute, checkGrpcRunTool } from "./cases/checks.js";
 import { grpcHeaders, connectProtoHeaders, requestBodies, noopToolName } from "./cases/request-bodies.js";
@@ -56,6 +58,10 @@ const { values: flags } = parseArgs({
     // Flags for either server, after the shipped defaults (split at spaces).
     args: { type: "string", default: "" },
     "baseline-args": { type: "string", default: "" },
+    // Node's own flags for either process (split at spaces); by default the ones the server ships
+    // with (src/server-node-flags.ts). `--baseline-node-flags=` runs the baseline without any.
+    "node-flags": { type: "string", default: serverNodeFlags.join(" ") },
+    "baseline-node-flags": { type: "string", default: serverNodeFlags.join(" ") },
   },
 });
 const baselineFlag = flags["baseline-main"];
@@ -130,11 +136,18 @@ async function main(): Promise<void> {
   const argsOf = (flagText: string): string[] => ["--log-level", "info", ...flagText.split(" ").filter(Boolean)];
   const args = argsOf(flags.args);
   const baselineArgs = argsOf(flags["baseline-args"]);
+  const nodeFlagsOf = (flagText: string): string[] => flagText.split(" ").filter(Boolean);
+  const command: [string, ...string[]] = [process.execPath, ...nodeFlagsOf(flags["node-flags"]), "dist/src/main.js"];
+  const baselineCommand: [string, ...string[]] = [
+    process.execPath,
+    ...nodeFlagsOf(flags["baseline-node-flags"]),
+    baselineMain,
+  ];
   try {
     for (let round = 1; round <= rounds; round++) {
       const start = [
-        () => startMainProcess(args),
-        () => startMainProcess(baselineArgs, { command: [process.execPath, baselineMain] }),
+        () => startMainProcess(args, { command }),
+        () => startMainProcess(baselineArgs, { command: baselineCommand }),
       ];
       // Which starts first alternates: the first of two fresh servers can fare differently.
       const [first, second] = round % 2 === 1 ? [start[0]!, start[1]!] : [start[1]!, start[0]!];

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { serverNodeFlags } from "../../src/server-node-flags.js";
 import { startServerProcess, type ServerProcess } from "../lib/child-process.js";
 import { readyPort } from "../servers/server-args.js";
 
@@ -29,7 +30,7 @@ export interface LaunchOptions {
   readonly echoStream?: readonly Buffer[];
   /** The one unary path the grpc-echo server answers; default RunnerService/ExecuteTool. */
   readonly echoPath?: string;
-  /** Extra node flags, e.g. `--cpu-prof`. */
+  /** Extra node flags, e.g. `--cpu-prof` (the toolruntime gets them after the flags it ships with). */
   readonly nodeFlags?: readonly string[];
 }
 
@@ -63,7 +64,9 @@ async function launchToolruntime(options: LaunchOptions): Promise<LaunchedServer
   const removeLog = (): Promise<void> => rm(logDir, { recursive: true, force: true });
   let process: ServerProcess;
   try {
-    process = await startServerProcess("node", [...(options.nodeFlags ?? []), toolruntimeMain, ...toolruntimeArgs], {
+    // As shipped: with the Node flags `npm start` passes.
+    const nodeFlags = [...serverNodeFlags, ...(options.nodeFlags ?? [])];
+    process = await startServerProcess("node", [...nodeFlags, toolruntimeMain, ...toolruntimeArgs], {
       isReady: (stdout) => /\n {2}tools:.*\n/.test(stdout),
       stdoutFile: logFile,
       env: defaultEnvironment(),

@@ -1,6 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=64
 // The `toolruntime` executable: a client command (tools, executions, run, watch, help) runs the client;
-// any other arguments start the server exactly as `node dist/src/main.js` would.
+// any other arguments start the server as `npm start` does: this first line passes node the flags the
+// server ships with (src/server-node-flags.ts; `env -S` splits them).
 import { isClientCommand, runCli } from "./run-cli.js";
 
 const args = process.argv.slice(2);

@@ -13,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { serverNodeFlags } from "../../src/server-node-flags.js";
 import { startMainProcess, type MainProcess } from "../support/main-process.js";
 import { spawnUntil } from "../support/spawn-until.js";
 
@@ -286,6 +287,14 @@ describe("The packages installed outside the repository", function () {
     });
     expect(await runTool(server, "authored.greet", { name: "Ada" })).to.deep.equal({ greeting: "Hello, Ada!" });
     expect(await runTool(server, "authored.plain", {})).to.deep.equal({ plain: true });
+  });
+
+  it("start the server from the installed toolruntime command with the Node flags it ships with", async () => {
+    // The executable's first line runs node through `env -S`, which execs it in the same process.
+    const commandLine = (await readFile(`/proc/${server.child.pid}/cmdline`, "utf8")).split("\0");
+    expect(commandLine[0]).to.match(/(^|\/)node$/);
+    expect(commandLine.slice(1, 1 + serverNodeFlags.length)).to.deep.equal([...serverNodeFlags]);
+    expect(commandLine[1 + serverNodeFlags.length]).to.match(/\/node_modules\/\.bin\/toolruntime$/);
   });
 
   it("serve tools from TypeScript providers, on toolruntime-provider alone and on toolruntime/provider", async () => {
