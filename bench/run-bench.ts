@@ -3,6 +3,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { toolruntimeArgs } from "./cases/launch-server.js";
+import { serverNodeFlags } from "../src/server-node-flags.js";
 import { measureGroup } from "./cases/measure-group.js";
 import { probeNoopResponses, type NoopResponses } from "./cases/probe-response.js";
 import { runConcurrency, runRegistryScale } from "./cases/run-inproc.js";
@@ -133,7 +134,7 @@ async function runCases(options: BenchOptions, h2load: string): Promise<void> {
       warmupS: options.warmupS,
       measureS: options.measureS,
       slices: options.slices,
-      serverCommand: `node dist/src/main.js ${toolruntimeArgs.join(" ")}`,
+      serverCommand: ["node", ...serverNodeFlags, "dist/src/main.js", ...toolruntimeArgs].join(" "),
       concurrencyErrors: rounds.reduce(
         (sum, r) => sum + (r.concurrency ? r.concurrency.toolruntime.errors + r.concurrency.bare.errors : 0),
         0,

@@ -49,12 +49,13 @@ export interface RegistrationResult {
   readonly rssBytes: number;
   readonly peakRssBytes: number;
   /**
-   * Server RSS holding 100,000 tools once settled: read until it fell by a tenth and steadied, or
-   * for at most 150 s (see waitForSettledMemory), after the last registration.
+   * Server RSS holding 100,000 tools once settled: the lowest reading over the 150 s after the last
+   * registration (see waitForSettledMemory).
    */
   readonly rssAt100kBytes: number;
+  /** When that lowest reading was first taken, after the last registration. */
   readonly settleMs: number;
-  /** Whether the RSS fell while waiting (else {@link rssAt100kBytes} is the last reading). */
+  /** Whether the RSS fell by a tenth while waiting. */
   readonly settled: boolean;
   /** (Settled RSS − fresh RSS) ÷ tools registered. */
   readonly rssBytesPerTool: number;
