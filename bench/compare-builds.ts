@@ -131,6 +131,7 @@ async function main(): Promise<void> {
   await writeFile(bodyFile, call.body);
   const rateRatios: number[] = [];
   const cpuRatios: number[] = [];
+  const p99Ratios: number[] = [];
   // The shipped default log level (startMainProcess asks for `warn` unless told otherwise), then
   // the flags given.
   const argsOf = (flagText: string): string[] => ["--log-level", "info", ...flagText.split(" ").filter(Boolean)];
@@ -174,12 +175,14 @@ async function main(): Promise<void> {
         const [mine, theirs] = measured.map(({ result, cpuMs }) => ({
           rate: result.requestsPerSecond,
           cpuUsPerCall: (cpuMs * 1000) / result.succeeded,
+          p99Ms: result.p99Ms,
         }));
         rateRatios.push(mine!.rate / theirs!.rate);
         cpuRatios.push(mine!.cpuUsPerCall / theirs!.cpuUsPerCall);
+        p99Ratios.push(mine!.p99Ms / theirs!.p99Ms);
         log(
-          `round ${round}: this build ${mine!.rate.toFixed(0)}/s, ${mine!.cpuUsPerCall.toFixed(1)} µs CPU/call; ` +
-            `baseline ${theirs!.rate.toFixed(0)}/s, ${theirs!.cpuUsPerCall.toFixed(1)} µs; ` +
+          `round ${round}: this build ${mine!.rate.toFixed(0)}/s, ${mine!.cpuUsPerCall.toFixed(1)} µs CPU/call, p99 ${mine!.p99Ms.toFixed(1)} ms; ` +
+            `baseline ${theirs!.rate.toFixed(0)}/s, ${theirs!.cpuUsPerCall.toFixed(1)} µs, p99 ${theirs!.p99Ms.toFixed(1)} ms; ` +
             `÷ ${rateRatios.at(-1)!.toFixed(3)} calls/s, ${cpuRatios.at(-1)!.toFixed(3)} CPU/call (verified)`,
         );
       } finally {
@@ -189,7 +192,8 @@ async function main(): Promise<void> {
     }
     log(
       `\n${flags.call}, this build ÷ baseline, medians of ${rounds} rounds: ` +
-        `${median(rateRatios).toFixed(3)}× the calls/s, ${median(cpuRatios).toFixed(3)}× the server CPU per call`,
+        `${median(rateRatios).toFixed(3)}× the calls/s, ${median(cpuRatios).toFixed(3)}× the server CPU per call, ` +
+        `${median(p99Ratios).toFixed(3)}× the p99 latency`,
     );
   } finally {
     await rm(workDir, { recursive: true, force: true });
