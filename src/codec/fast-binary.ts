@@ -154,18 +154,63 @@ function usesJson(field: DescField): boolean {
   return field.message?.typeName === "google.protobuf.Struct" && field.parent.typeName !== "google.protobuf.Value";
 }
 
+/**
+ * Messages whose owner guarantees they never change (see {@link markUnchanging}), and the
+ * encodings kept for those encoded once: both weak, so an encoding lives as long as its message.
+ */
+const unchanging = new WeakSet<object>();
+const keptEncodings = new WeakMap<object, Uint8Array>();
+/** Per message type: whether a message of it was ever marked, so other types skip the lookups. */
+const typesWithUnchanging = new WeakMap<DescMessage, { marked: boolean }>();
+
+function unchangingStateOf(schema: DescMessage): { marked: boolean } {
+  let state = typesWithUnchanging.get(schema);
+  if (!state) {
+    state = { marked: false };
+    typesWithUnchanging.set(schema, state);
+  }
+  return state;
+}
+
+/**
+ * Declares that `message` (of type `schema`) will never change: its encoding is then kept after
+ * it is first written and copied as bytes every later time, wherever it is nested. For messages
+ * that are encoded again and again unchanged: a registry's tool specs, which every run's
+ * DISCOVERED event, GetTool and ListTools carry (a spec with its JSON schemas costs microseconds
+ * to encode, its bytes a copy).
+ */
+export function markUnchanging(schema: DescMessage, message: object): void {
+  unchangingStateOf(schema).marked = true;
+  unchanging.add(message);
+}
+
 function compileMessage(schema: DescMessage): MessageCodec {
   const fields: FieldCodec[] = [];
+  const unchangingState = unchangingStateOf(schema);
+  const writeFields = (message: Fields, out: BinaryOut): void => {
+    for (let i = 0; i < fields.length; i++) (fields[i] as FieldCodec).write(message, out);
+    const unknown = message["$unknown"] as UnknownField[] | undefined;
+    if (unknown) {
+      for (const field of unknown) {
+        out.tag(tagBytes(field.no, field.wireType));
+        out.raw(field.data);
+      }
+    }
+  };
   const codec: MessageCodec = {
     write(message, out) {
-      for (let i = 0; i < fields.length; i++) (fields[i] as FieldCodec).write(message, out);
-      const unknown = message["$unknown"] as UnknownField[] | undefined;
-      if (unknown) {
-        for (const field of unknown) {
-          out.tag(tagBytes(field.no, field.wireType));
-          out.raw(field.data);
+      if (unchangingState.marked) {
+        const kept = keptEncodings.get(message);
+        if (kept) return out.raw(kept);
+        if (unchanging.has(message)) {
+          const start = out.pos;
+          writeFields(message, out);
+          // A copy: the scratch buffer is reused by the next encoding.
+          keptEncodings.set(message, Uint8Array.prototype.slice.call(out.buffer, start, out.pos));
+          return;
         }
       }
+      writeFields(message, out);
     },
   };
   // Registered before its fields compile, so that a recursive type finds itself.

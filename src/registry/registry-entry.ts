@@ -1,4 +1,5 @@
-import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { markUnchanging } from "../codec/fast-binary.js";
 import type { SchemaCheck } from "../json/schema-validator.js";
 import { lazySchemaCheck } from "./lazy-schema-check.js";
 import type { SpecPacker } from "./spec-packer.js";
@@ -43,6 +44,11 @@ export class RegistryEntry implements RegisteredTool {
     this.hasHandler = spec.hasHandler;
     this.#spec = spec;
     this.#packer = packer;
+    // A tool served here runs here: every run's DISCOVERED event carries its spec, which never
+    // changes (a registry's specs are shared with every reader), so its encoding is kept. Not for
+    // every registered spec: RegisterTool's response encodes each once, and 100,000 kept
+    // encodings would double what the registry holds until its specs are packed.
+    if (handler) markUnchanging(ToolSpecSchema, spec);
   }
 
   /** Packs the spec and lets go of it, if it has a packer and no handler; returns whether it did. */

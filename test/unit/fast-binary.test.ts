@@ -5,7 +5,7 @@ import { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ExecuteToolResponseSchema, RunToolResponseSchema } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ListToolsResponseSchema } from "../../gen/toolruntime/v1/registry_pb.js";
 import { ToolResultSchema, ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
-import { preEncodedMessage, toBinaryFast, toFramedBinaryFast } from "../../src/codec/fast-binary.js";
+import { markUnchanging, preEncodedMessage, toBinaryFast, toFramedBinaryFast } from "../../src/codec/fast-binary.js";
 import { framesOf, messagesOfFrames } from "../../src/server/grpc-frame-writer.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
 import { apiMessageSchemas, fillMessage, seededRandom } from "./random-messages.js";
@@ -143,5 +143,37 @@ describe("toBinaryFast()", () => {
 
   it("refuses a value that is not JSON", () => {
     expect(() => encodeStruct({ bad: 1n } as unknown as JsonObject)).to.throw(TypeError, /bigint/);
+  });
+
+  it("keeps the encoding of a message marked unchanging, wherever it is nested, and only of those", () => {
+    const specOf = (name: string) =>
+      create(ToolSpecSchema, {
+        name,
+        description: "kept",
+        inputSchema: { type: "object", properties: { text: { type: "string", maxLength: 64 } } },
+      });
+    const eventOf = (spec: ReturnType<typeof specOf>, sequence: bigint) =>
+      create(RunEventSchema, { sequence, executionId: "e-1", event: { case: "discovered", value: { spec } } });
+    const marked = specOf("kept.marked");
+    const plain = specOf("kept.plain");
+    markUnchanging(ToolSpecSchema, marked);
+    for (const spec of [marked, plain]) {
+      // First as an event's spec, then on its own, then in another event: all as protobuf-es writes them.
+      for (const [schema, message] of [
+        [RunEventSchema, eventOf(spec, 1n)],
+        [ToolSpecSchema, spec],
+        [RunEventSchema, eventOf(spec, 2n)],
+      ] as const) {
+        expect(
+          Buffer.from(toBinaryFast(schema, message)).equals(Buffer.from(toBinary(schema, message as never))),
+        ).to.equal(true);
+      }
+    }
+    // Changing a marked message breaks its owner's promise: the kept bytes show it is not encoded again.
+    const keptBytes = toBinary(ToolSpecSchema, marked);
+    marked.description = "changed";
+    plain.description = "changed";
+    expect(Buffer.from(toBinaryFast(ToolSpecSchema, marked)).equals(Buffer.from(keptBytes))).to.equal(true);
+    expect(fromBinary(ToolSpecSchema, toBinaryFast(ToolSpecSchema, plain)).description).to.equal("changed");
   });
 });
