@@ -134,14 +134,13 @@ async function main(): Promise<void> {
   const p99Ratios: number[] = [];
   // The shipped default log level (startMainProcess asks for `warn` unless told otherwise), then
   // the flags given.
-  const argsOf = (flagText: string): string[] => ["--log-level", "info", ...flagText.split(" ").filter(Boolean)];
-  const args = argsOf(flags.args);
-  const baselineArgs = argsOf(flags["baseline-args"]);
-  const nodeFlagsOf = (flagText: string): string[] => flagText.split(" ").filter(Boolean);
-  const command: [string, ...string[]] = [process.execPath, ...nodeFlagsOf(flags["node-flags"]), "dist/src/main.js"];
+  const wordsOf = (flagText: string): string[] => flagText.split(" ").filter(Boolean);
+  const args = ["--log-level", "info", ...wordsOf(flags.args)];
+  const baselineArgs = ["--log-level", "info", ...wordsOf(flags["baseline-args"])];
+  const command: [string, ...string[]] = [process.execPath, ...wordsOf(flags["node-flags"]), "dist/src/main.js"];
   const baselineCommand: [string, ...string[]] = [
     process.execPath,
-    ...nodeFlagsOf(flags["baseline-node-flags"]),
+    ...wordsOf(flags["baseline-node-flags"]),
     baselineMain,
   ];
   try {

@@ -4,7 +4,7 @@ import crypto from "node:crypto";
  * SHA-256 (hex) of a text: the one-shot `crypto.hash` (Node 20.12 and later), which makes no Hash
  * object (StartExecution answers with a digest for every run), else a Hash.
  */
-const sha256Hex: (text: string) => string =
+export const sha256Hex: (text: string) => string =
   typeof crypto.hash === "function"
     ? (text) => crypto.hash("sha256", text, "hex")
     : (text) => crypto.createHash("sha256").update(text).digest("hex");

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
+import { sha256Hex } from "../executions/inputs-digest.js";
 import type { RunObserver } from "../runner/run-observer.js";
 import { callerOf } from "../server/call-context.js";
 import type { CallObserver } from "../server/call-pipeline.js";
@@ -91,5 +91,5 @@ function digestOf(value: unknown): string {
   } catch {
     text = "(not JSON)";
   }
-  return createHash("sha256").update(text).digest("hex");
+  return sha256Hex(text);
 }
