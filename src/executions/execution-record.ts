@@ -15,6 +15,33 @@ export type EventBody = NonNullable<MessageInitShape<typeof RunEventSchema>["eve
 
 const resolved = Promise.resolve();
 
+/**
+ * Times are kept as milliseconds after this module was loaded: small integers, which V8 keeps in
+ * the record itself for about 24 days of uptime (an epoch time needs a boxed number of its own).
+ */
+const clockBaseMs = Date.now();
+
+/**
+ * `n`, an integer, in the form V8 keeps unboxed when it fits (31 bits): arithmetic on boxed
+ * numbers, as on an epoch time, may give a boxed result even when it is small.
+ */
+function smallInteger(n: number): number {
+  return n <= 0x3fffffff && n >= -0x40000000 ? n | 0 : n;
+}
+
+/** Milliseconds since `clockBaseMs`, as a small integer. */
+function clockMs(): number {
+  return smallInteger(Date.now() - clockBaseMs);
+}
+
+/**
+ * Kinds a compacted record's pending events have in place of DISCOVERED and COMPLETED once their
+ * one-field wrappers are let go (see {@link ExecutionRecord.compact}): a DISCOVERED event kept as
+ * its spec alone, and a COMPLETED event whose result is the record's own, kept as nothing.
+ */
+const discoveredSpecAlone = "discovered (its spec alone)";
+const completedWithOwnResult = "completed (with the record's result)";
+
 /** Kinds of events that may be dropped when a run emits more than its share. */
 const droppable = new Set<EventBody["case"]>(["progress", "log", "output", "heartbeat"]);
 
@@ -47,6 +74,26 @@ export interface ExecutionRecordInit {
 }
 
 /**
+ * What few records use: waiters for changes and decisions, promises someone asked for, a shared
+ * store's hooks. Kept apart so that a retained record, which has none of them, is smaller.
+ */
+interface RareParts {
+  waiters?: (() => void)[] | undefined;
+  decide?: ((decision: Decision) => void) | undefined;
+  // The promises of `done` and `answered` are made when first asked for: most runs end with
+  // nobody awaiting them (ExecuteTool reads answeredWith).
+  settled?: Promise<ToolResult> | undefined;
+  settle?: ((result: ToolResult) => void) | undefined;
+  answered?: Promise<ToolResult> | undefined;
+  answer?: ((result: ToolResult) => void) | undefined;
+  /** For a mirror of a run another replica owns: the record as the store last had it. */
+  stored?: Execution | undefined;
+  /** Resolves once every change so far is in a shared store (see {@link ExecutionRecord.persistWith}). */
+  durable?: (() => Promise<void>) | undefined;
+  onChange?: (() => void) | undefined;
+}
+
+/**
  * One run as a resource: its state, timings, attempts, approval, result, and the full, ordered log
  * of its events, which any number of watchers read at their own pace (so a slow watcher costs the
  * others nothing and a reattaching one misses nothing). Events are numbered from 1 without gaps.
@@ -54,11 +101,13 @@ export interface ExecutionRecordInit {
  * someone reads {@link events}: most runs of a unary call are never watched.
  */
 export class ExecutionRecord {
-  // Times are kept as epoch milliseconds and the pending events in one plain array: a record is
-  // retained for a while after its run, and Dates, wrappers, boxed numbers and arrays made every
-  // retained record larger, and every collection of the young generation slower.
-  readonly #createdAtMs = Date.now();
-  readonly #events: RunEvent[] = [];
+  // A record is retained for a while after its run (10,000 of them by default), and every object
+  // and boxed number it holds is copied by each collection of the young generation it survives and
+  // then marked in the old one: times are small integers (see clockBaseMs, and microseconds for
+  // the timings), the pending events one plain array, the rarely used parts one optional object,
+  // and a finished record is compacted once retained (see compact).
+  readonly #createdAtMs = clockMs();
+  #events: RunEvent[] | undefined;
   /**
    * Appended events not yet built as messages, three entries each: kind, value, and when it
    * happened, in milliseconds after the record was created (a small integer, which V8 keeps
@@ -67,61 +116,71 @@ export class ExecutionRecord {
    * times, which is about 150 bytes more (V8 gives an array room for 17 items at its first push).
    */
   #pending: unknown[] = [];
-  /** Cancels the run; its reason says why. */
-  readonly cancellation = new Cancellation();
+  #cancellation: Cancellation | undefined = new Cancellation();
   state: ExecutionState = ExecutionState.RUNNING;
   attempts = 0;
   result: ToolResult | undefined;
-  #finishedAtMs: number | undefined;
+  /** When the run ended, in milliseconds after it was created. */
+  #finishedAfterMs: number | undefined;
   decision: Decision | undefined;
   droppedEvents = 0;
   /** Set by the ExecutionStore that keeps this record once its run ended (its bookkeeping). */
   retainedAsFinished = false;
   #bytes = 0;
   #inputsDigest: string | undefined;
-  readonly #timings = { awaitingApprovalMs: 0, queuedMs: 0, runningMs: 0 };
-  #stateSince = performance.now();
+  /** Time spent in each state, in whole microseconds. */
+  #awaitingApprovalUs = 0;
+  #queuedUs = 0;
+  #runningUs = 0;
+  /**
+   * When the current state began on the monotonic clock, in microseconds after {@link #monotonicBaseMs}:
+   * a small integer, where the monotonic time itself is a boxed number.
+   */
+  #stateSinceUs = this.#monotonicUs();
   #clockStopped = false;
-  #waiters: (() => void)[] | undefined;
-  #decide: ((decision: Decision) => void) | undefined;
-  // The promises of `done` and `answered` are made when first asked for: most runs end with
-  // nobody awaiting them (ExecuteTool reads answeredWith), and a retained record would keep both
-  // with their resolve functions.
-  #settled: Promise<ToolResult> | undefined;
-  #settle: ((result: ToolResult) => void) | undefined;
-  #answered: Promise<ToolResult> | undefined;
-  #answer: ((result: ToolResult) => void) | undefined;
+  #rare: RareParts | undefined;
   /** What {@link answered} resolved with, kept so that a caller can have it without waiting. */
   #answeredWith: ToolResult | undefined;
-  /** For a mirror of a run another replica owns: the record as the store last had it. */
-  #stored: Execution | undefined;
-  /** Resolves once every change so far is in a shared store (see {@link persistWith}). */
-  #durable: (() => Promise<void>) | undefined;
+
+  constructor(readonly init: ExecutionRecordInit) {}
+
+  /** Cancels the run; its reason says why. */
+  get cancellation(): Cancellation {
+    // A compacted record let its cancellation go (see compact): a finished run has nothing to cancel.
+    this.#cancellation ??= new Cancellation();
+    return this.#cancellation;
+  }
+
   /**
    * Called after each change (an event, a state, the end) of a record whose changes a shared store
    * persists; undefined otherwise, so an in-memory run pays nothing for it.
    */
-  onChange: (() => void) | undefined;
+  get onChange(): (() => void) | undefined {
+    return this.#rare?.onChange;
+  }
 
-  constructor(readonly init: ExecutionRecordInit) {}
-
+  set onChange(listener: (() => void) | undefined) {
+    this.#rareParts().onChange = listener;
+  }
   get id(): string {
     return this.init.id;
   }
 
   /** When the run was created. */
   get createdAt(): Date {
-    return new Date(this.#createdAtMs);
+    return new Date(clockBaseMs + this.#createdAtMs);
   }
 
   /** When the run ended; undefined while it is live. */
   get finishedAt(): Date | undefined {
-    return this.#finishedAtMs === undefined ? undefined : new Date(this.#finishedAtMs);
+    const finishedAtMs = this.finishedAtMs;
+    return finishedAtMs === undefined ? undefined : new Date(finishedAtMs);
   }
 
   /** The same, as epoch milliseconds. */
   get finishedAtMs(): number | undefined {
-    return this.#finishedAtMs;
+    const after = this.#finishedAfterMs;
+    return after === undefined ? undefined : clockBaseMs + this.#createdAtMs + after;
   }
 
   /** The tool the run executes. */
@@ -136,7 +195,8 @@ export class ExecutionRecord {
 
   /** SHA-256 (hex) of the inputs' canonical JSON, computed when first needed. */
   get inputsDigest(): string {
-    if (this.#stored) return this.#stored.inputsDigest;
+    const stored = this.#rare?.stored;
+    if (stored) return stored.inputsDigest;
     this.#inputsDigest ??= inputsDigest(this.init.inputs);
     return this.#inputsDigest;
   }
@@ -153,8 +213,9 @@ export class ExecutionRecord {
 
   /** Resolves with the result when the run ends. */
   get done(): Promise<ToolResult> {
-    this.#settled ??= this.result ? Promise.resolve(this.result) : new Promise((resolve) => (this.#settle = resolve));
-    return this.#settled;
+    const rare = this.#rareParts();
+    rare.settled ??= this.result ? Promise.resolve(this.result) : new Promise((resolve) => (rare.settle = resolve));
+    return rare.settled;
   }
 
   /**
@@ -162,10 +223,11 @@ export class ExecutionRecord {
    * earlier one (see {@link answer}) when the outcome is known while the run still cleans up.
    */
   get answered(): Promise<ToolResult> {
-    this.#answered ??= this.#answeredWith
+    const rare = this.#rareParts();
+    rare.answered ??= this.#answeredWith
       ? Promise.resolve(this.#answeredWith)
-      : new Promise((resolve) => (this.#answer = resolve));
-    return this.#answered;
+      : new Promise((resolve) => (rare.answer = resolve));
+    return rare.answered;
   }
 
   /**
@@ -176,8 +238,11 @@ export class ExecutionRecord {
   answer(result: ToolResult): void {
     if (this.#answeredWith) return;
     this.#answeredWith = result;
-    this.#answer?.(result);
-    this.#answer = undefined;
+    const rare = this.#rare;
+    if (rare?.answer) {
+      rare.answer(result);
+      rare.answer = undefined;
+    }
   }
 
   /** The result {@link answered} resolved with, once there is one; undefined before. */
@@ -188,7 +253,7 @@ export class ExecutionRecord {
   /** The events so far, in order (event n has sequence n). */
   get events(): readonly RunEvent[] {
     if (this.#pending.length > 0) this.#build();
-    return this.#events;
+    return (this.#events ??= []);
   }
 
   /**
@@ -198,7 +263,7 @@ export class ExecutionRecord {
    * record). For a reader that reads them once: RunTool of a run that ended inside start.
    */
   eventsOnce(): readonly RunEvent[] {
-    if (this.isLive || this.#events.length > 0) return this.events;
+    if (this.isLive || this.#events !== undefined) return this.events;
     const events: RunEvent[] = [];
     this.#buildPending(events);
     return events;
@@ -206,7 +271,7 @@ export class ExecutionRecord {
 
   /** The sequence number of the latest event. */
   get lastSequence(): number {
-    return this.#events.length + this.#pending.length / 3;
+    return (this.#events?.length ?? 0) + this.#pending.length / 3;
   }
 
   /** Appends an event; returns false when a droppable event was dropped over the limits. */
@@ -218,7 +283,7 @@ export class ExecutionRecord {
       this.droppedEvents += 1;
       return false;
     }
-    this.#pending.push(body.case, body.value, Date.now() - this.#createdAtMs);
+    this.#pending.push(body.case, body.value, smallInteger(clockMs() - this.#createdAtMs));
     this.#bytes += size;
     this.#wake();
     this.onChange?.();
@@ -231,18 +296,19 @@ export class ExecutionRecord {
    * shared store holds.
    */
   persistWith(flush: () => Promise<void>, onChange: () => void): void {
-    this.#durable = flush;
-    this.onChange = onChange;
+    const rare = this.#rareParts();
+    rare.durable = flush;
+    rare.onChange = onChange;
   }
 
   /** Whether a shared store persists this record's changes ({@link durable} then waits for them). */
   get persisted(): boolean {
-    return this.#durable !== undefined;
+    return this.#rare?.durable !== undefined;
   }
 
   /** Resolves once every change so far is durable (at once without a shared store). */
   durable(): Promise<void> {
-    return this.#durable?.() ?? resolved;
+    return this.#rare?.durable?.() ?? resolved;
   }
 
   /**
@@ -256,7 +322,7 @@ export class ExecutionRecord {
 
   /** Whether this record mirrors a run that another replica owns (see {@link refresh}). */
   get isMirror(): boolean {
-    return this.#stored !== undefined;
+    return this.#rare?.stored !== undefined;
   }
 
   /**
@@ -264,7 +330,8 @@ export class ExecutionRecord {
    * it holds (in order; ones it already holds are skipped). A stored result ends the mirror.
    */
   refresh(stored: Execution, events: readonly RunEvent[]): void {
-    this.#stored = stored;
+    const rare = this.#rareParts();
+    rare.stored = stored;
     this.state = stored.state;
     this.attempts = stored.attempts;
     const approval = stored.approval;
@@ -279,9 +346,10 @@ export class ExecutionRecord {
     this.#addStored(events);
     if (stored.result && this.isLive && Number(stored.lastSequence) <= this.lastSequence) {
       this.result = stored.result;
-      this.#finishedAtMs = stored.finishedAt ? timestampDate(stored.finishedAt).getTime() : Date.now();
-      this.#settle?.(stored.result);
-      this.#settle = undefined;
+      const finishedAtMs = stored.finishedAt ? timestampDate(stored.finishedAt).getTime() : Date.now();
+      this.#finishedAfterMs = smallInteger(finishedAtMs - clockBaseMs - this.#createdAtMs);
+      rare.settle?.(stored.result);
+      rare.settle = undefined;
       this.answer(stored.result);
     }
     this.#wake();
@@ -296,12 +364,14 @@ export class ExecutionRecord {
 
   /** Resolves when an event is appended or the run ends. */
   changed(): Promise<void> {
-    return new Promise((resolve) => (this.#waiters ??= []).push(resolve));
+    const rare = this.#rareParts();
+    return new Promise((resolve) => (rare.waiters ??= []).push(resolve));
   }
 
   /** Waits for a decision (see {@link decide}). */
   awaitDecision(): Promise<Decision> {
-    return new Promise((resolve) => (this.#decide = resolve));
+    const rare = this.#rareParts();
+    return new Promise((resolve) => (rare.decide = resolve));
   }
 
   /**
@@ -309,10 +379,10 @@ export class ExecutionRecord {
    * (already decided, or not awaiting approval): the first decision wins.
    */
   decide(decision: Decision): boolean {
-    if (this.state !== ExecutionState.AWAITING_APPROVAL || this.decision || !this.#decide) return false;
+    const resolve = this.#rare?.decide;
+    if (this.state !== ExecutionState.AWAITING_APPROVAL || this.decision || !resolve) return false;
     this.decision = decision;
-    const resolve = this.#decide;
-    this.#decide = undefined;
+    (this.#rare as RareParts).decide = undefined;
     resolve(decision);
     return true;
   }
@@ -322,17 +392,48 @@ export class ExecutionRecord {
     if (!this.isLive) return;
     this.#accountTime();
     this.result = result;
-    this.#finishedAtMs = Date.now();
+    this.#finishedAfterMs = smallInteger(clockMs() - this.#createdAtMs);
     this.state = result.success
       ? ExecutionState.SUCCEEDED
       : result.error?.errorType === ErrorType.Cancelled
         ? ExecutionState.CANCELLED
         : ExecutionState.FAILED;
-    this.#settle?.(result);
-    this.#settle = undefined;
+    const rare = this.#rare;
+    if (rare?.settle) {
+      rare.settle(result);
+      rare.settle = undefined;
+    }
     this.answer(result);
     this.#wake();
     this.onChange?.();
+  }
+
+  /**
+   * Makes a finished record smaller for the time it is retained, keeping everything it tells: the
+   * pending events' array is cut to their number, a COMPLETED event's wrapper of the record's own
+   * result and a DISCOVERED event's wrapper of its spec are let go (rebuilt when the events are
+   * built), and so is the cancellation of a run that was not cancelled. Called by the store that
+   * retains the record, once.
+   */
+  compact(): void {
+    if (this.isLive) return;
+    if (this.#cancellation && !this.#cancellation.aborted) this.#cancellation = undefined;
+    const pending = this.#pending;
+    if (pending.length === 0) return;
+    // slice() gives an array with room for its items alone; the array pushed to has room for more.
+    const compacted = pending.slice();
+    for (let i = 0; i < compacted.length; i += 3) {
+      const kind = compacted[i];
+      const value = compacted[i + 1];
+      if (kind === "completed" && (value as { result?: ToolResult }).result === this.result) {
+        compacted[i] = completedWithOwnResult;
+        compacted[i + 1] = undefined;
+      } else if (kind === "discovered") {
+        compacted[i] = discoveredSpecAlone;
+        compacted[i + 1] = (value as { spec?: unknown }).spec;
+      }
+    }
+    this.#pending = compacted;
   }
 
   /**
@@ -347,16 +448,18 @@ export class ExecutionRecord {
 
   /** Adds the timing facts to a result's metadata, complete once {@link stopClock} was called. */
   addTimings(metadata: JsonObject): void {
-    metadata["awaiting_approval_ms"] = round(this.#timings.awaitingApprovalMs);
-    metadata["queued_ms"] = round(this.#timings.queuedMs);
-    metadata["running_ms"] = round(this.#timings.runningMs);
+    metadata["awaiting_approval_ms"] = this.#awaitingApprovalUs / 1000;
+    metadata["queued_ms"] = this.#queuedUs / 1000;
+    metadata["running_ms"] = this.#runningUs / 1000;
   }
 
   /** The record as the API shows it. */
   toProto(): Execution {
-    if (this.#stored) return create(ExecutionSchema, { ...this.#stored, lastSequence: BigInt(this.lastSequence) });
-    const live = this.isLive && !this.#clockStopped ? performance.now() - this.#stateSince : 0;
-    const timing = (state: ExecutionState, value: number): number => round(value + (this.state === state ? live : 0));
+    const stored = this.#rare?.stored;
+    if (stored) return create(ExecutionSchema, { ...stored, lastSequence: BigInt(this.lastSequence) });
+    const live = this.isLive && !this.#clockStopped ? (this.#monotonicUs() - this.#stateSinceUs) / 1000 : 0;
+    const timing = (state: ExecutionState, us: number): number => round(us / 1000 + (this.state === state ? live : 0));
+    const finishedAtMs = this.finishedAtMs;
     return create(ExecutionSchema, {
       executionId: this.id,
       toolName: this.init.toolName,
@@ -364,11 +467,11 @@ export class ExecutionRecord {
       state: this.state,
       inputsDigest: this.inputsDigest,
       caller: this.init.caller,
-      createdAt: timestampFromMs(this.#createdAtMs),
-      ...(this.#finishedAtMs !== undefined ? { finishedAt: timestampFromMs(this.#finishedAtMs) } : {}),
-      awaitingApprovalMs: timing(ExecutionState.AWAITING_APPROVAL, this.#timings.awaitingApprovalMs),
-      queuedMs: timing(ExecutionState.QUEUED, this.#timings.queuedMs),
-      runningMs: timing(ExecutionState.RUNNING, this.#timings.runningMs),
+      createdAt: timestampFromMs(clockBaseMs + this.#createdAtMs),
+      ...(finishedAtMs !== undefined ? { finishedAt: timestampFromMs(finishedAtMs) } : {}),
+      awaitingApprovalMs: timing(ExecutionState.AWAITING_APPROVAL, this.#awaitingApprovalUs),
+      queuedMs: timing(ExecutionState.QUEUED, this.#queuedUs),
+      runningMs: timing(ExecutionState.RUNNING, this.#runningUs),
       attempts: this.attempts,
       ...(this.result ? { result: this.result } : {}),
       writes: this.init.writes,
@@ -389,42 +492,72 @@ export class ExecutionRecord {
 
   /** Builds the pending events into messages, numbered after those built before. */
   #build(): void {
-    this.#buildPending(this.#events);
+    this.#buildPending((this.#events ??= []));
     this.#pending = [];
   }
 
   /** Builds the pending events into `events`, numbered after the events built before. */
   #buildPending(events: RunEvent[]): void {
     const pending = this.#pending;
-    const first = this.#events.length + 1;
+    const first = (this.#events?.length ?? 0) + 1;
+    const createdAtMs = clockBaseMs + this.#createdAtMs;
     for (let i = 0; i < pending.length; i += 3) {
-      const body = { case: pending[i], value: pending[i + 1] } as EventBody;
-      events.push(runEvent(first + i / 3, this.#createdAtMs + (pending[i + 2] as number), this.id, body));
+      const kind = pending[i];
+      // The wrappers compact() let go of are made again.
+      const body = (
+        kind === completedWithOwnResult
+          ? { case: "completed", value: { result: this.result } }
+          : kind === discoveredSpecAlone
+            ? { case: "discovered", value: { spec: pending[i + 1] } }
+            : { case: kind, value: pending[i + 1] }
+      ) as EventBody;
+      events.push(runEvent(first + i / 3, createdAtMs + (pending[i + 2] as number), this.id, body));
     }
   }
 
   /** Adds stored events that continue this record's log (ones it holds already are skipped). */
   #addStored(events: readonly RunEvent[]): void {
     if (this.#pending.length > 0) this.#build();
+    const kept = (this.#events ??= []);
     for (const event of events) {
-      if (Number(event.sequence) === this.#events.length + 1) this.#events.push(event);
+      if (Number(event.sequence) === kept.length + 1) kept.push(event);
     }
   }
 
   #accountTime(): void {
     if (this.#clockStopped) return;
-    const now = performance.now();
-    const elapsed = now - this.#stateSince;
-    this.#stateSince = now;
-    if (this.state === ExecutionState.AWAITING_APPROVAL) this.#timings.awaitingApprovalMs += elapsed;
-    else if (this.state === ExecutionState.QUEUED) this.#timings.queuedMs += elapsed;
-    else if (this.state === ExecutionState.RUNNING) this.#timings.runningMs += elapsed;
+    const now = this.#monotonicUs();
+    // Whole microseconds: what the API reports, and a small integer rather than a boxed number.
+    const elapsedUs = now - this.#stateSinceUs;
+    this.#stateSinceUs = now;
+    if (this.state === ExecutionState.AWAITING_APPROVAL) this.#awaitingApprovalUs += elapsedUs;
+    else if (this.state === ExecutionState.QUEUED) this.#queuedUs += elapsedUs;
+    else if (this.state === ExecutionState.RUNNING) this.#runningUs += elapsedUs;
+  }
+
+  /**
+   * Where this record's monotonic times count from: its creation as the wall clock had it, moved to
+   * the monotonic clock. Only differences of these times are used, so the wall clock's drift from
+   * the monotonic one does not matter; what matters is that they stay small.
+   */
+  #monotonicBaseMs(): number {
+    return clockBaseMs + this.#createdAtMs - performance.timeOrigin;
+  }
+
+  /** The monotonic clock now, in whole microseconds after {@link #monotonicBaseMs}. */
+  #monotonicUs(): number {
+    return smallInteger(Math.round((performance.now() - this.#monotonicBaseMs()) * 1000));
+  }
+
+  #rareParts(): RareParts {
+    return (this.#rare ??= {});
   }
 
   #wake(): void {
-    const waiters = this.#waiters;
+    const rare = this.#rare;
+    const waiters = rare?.waiters;
     if (!waiters) return;
-    this.#waiters = undefined;
+    (rare as RareParts).waiters = undefined;
     for (const wake of waiters) wake();
   }
 }

@@ -104,6 +104,7 @@ export class ExecutionStore {
     if (record.retainedAsFinished || !this.#records.has(record.id)) return;
     this.#finished.push(record);
     record.retainedAsFinished = true;
+    record.compact();
     this.#finishedCount += 1;
     this.#finishedBytes += record.bytes;
     this.evict();

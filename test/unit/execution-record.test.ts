@@ -1,0 +1,145 @@
+import { create, toJson } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { expect } from "chai";
+import { ExecutionSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { ToolResultSchema, ToolSpecSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
+import { ExecutionRecord } from "../../src/executions/execution-record.js";
+
+const spec = create(ToolSpecSchema, { name: "unit.record", description: "a tool" });
+
+function newRecord(id = "run-1"): ExecutionRecord {
+  return new ExecutionRecord({
+    id,
+    ordinal: 1,
+    toolName: spec.name,
+    runnerName: "default",
+    caller: "someone",
+    inputs: { a: 1 },
+    writes: false,
+    idempotencyKey: "",
+    eventLimits: { maxEvents: 100, maxBytes: 1 << 20 },
+  });
+}
+
+function resultOf(success: boolean): ToolResult {
+  return create(ToolResultSchema, { success, output: { done: success }, durationMs: 0.5, metadata: { x: 1 } });
+}
+
+/** Runs a record through a whole lifecycle, as the execution manager appends it. */
+function runToEnd(record: ExecutionRecord, result: ToolResult, readAfter?: number): void {
+  const bodies = [
+    { case: "discovered", value: { spec } },
+    { case: "activated", value: { toolName: spec.name } },
+    { case: "executionStarted", value: { timeoutMs: 1000, attempt: 1 } },
+    { case: "executionFinished", value: { success: result.success, durationMs: 0.5, attempt: 1 } },
+    { case: "deactivated", value: { wasActive: true } },
+  ] as const;
+  record.setState(ExecutionState.QUEUED);
+  bodies.forEach((body, index) => {
+    if (index === 2) record.setState(ExecutionState.RUNNING);
+    record.append(body);
+    // A watcher reading part of the log builds the events so far.
+    if (readAfter === index) expect(record.events).to.have.length(index + 1);
+  });
+  record.stopClock();
+  const metadata = {};
+  record.addTimings(metadata);
+  result.metadata = { ...result.metadata, ...metadata };
+  record.append({ case: "completed", value: { result } });
+  record.finish(result);
+}
+
+const json = (events: readonly RunEvent[]) => events.map((event) => toJson(RunEventSchema, event));
+
+describe("ExecutionRecord", () => {
+  for (const readAfter of [undefined, 1]) {
+    it(`tells the same events, times and record once compacted${readAfter === undefined ? "" : ", some events built before"}`, () => {
+      const record = newRecord();
+      const result = resultOf(true);
+      runToEnd(record, result, readAfter);
+      const before = json(record.eventsOnce());
+      const protoBefore = toJson(ExecutionSchema, record.toProto());
+      record.compact();
+      const events = record.events;
+      expect(json(events)).to.deep.equal(before);
+      expect(toJson(ExecutionSchema, record.toProto())).to.deep.equal(protoBefore);
+      expect(events.map((event) => Number(event.sequence))).to.deep.equal([1, 2, 3, 4, 5, 6]);
+      expect(events.map((event) => event.event.case)).to.deep.equal([
+        "discovered",
+        "activated",
+        "executionStarted",
+        "executionFinished",
+        "deactivated",
+        "completed",
+      ]);
+      const completed = events[5]?.event;
+      expect(completed?.case === "completed" && completed.value.result).to.equal(result);
+      const discovered = events[0]?.event;
+      expect(discovered?.case === "discovered" && discovered.value.spec).to.equal(spec);
+    });
+  }
+
+  it("keeps times in order and timings that match the result's metadata", () => {
+    const record = newRecord();
+    const result = resultOf(true);
+    runToEnd(record, result);
+    record.compact();
+    const proto = record.toProto();
+    const created = timestampMs(proto.createdAt!);
+    const finished = timestampMs(proto.finishedAt!);
+    expect(created).to.equal(record.createdAt.getTime());
+    expect(finished).to.equal(record.finishedAtMs);
+    expect(finished).to.be.at.least(created);
+    for (const event of record.events) {
+      expect(timestampMs(event.time!)).to.be.within(created, finished);
+    }
+    expect(result.metadata).to.include({
+      awaiting_approval_ms: proto.awaitingApprovalMs,
+      queued_ms: proto.queuedMs,
+      running_ms: proto.runningMs,
+    });
+    for (const ms of [proto.queuedMs, proto.runningMs]) {
+      expect(ms).to.be.at.least(0);
+      expect(Math.round(ms * 1000) / 1000).to.equal(ms);
+    }
+  });
+
+  it("keeps a COMPLETED event whose result is not the record's own", () => {
+    const record = newRecord();
+    const other = resultOf(false);
+    const own = resultOf(false);
+    record.append({ case: "completed", value: { result: other } });
+    record.finish(own);
+    record.compact();
+    const completed = record.events[0]?.event;
+    expect(completed?.case === "completed" && completed.value.result).to.equal(other);
+  });
+
+  it("lets the cancellation of a finished run go, and keeps a cancelled run's reason", () => {
+    const finished = newRecord("a");
+    const cancellation = finished.cancellation;
+    runToEnd(finished, resultOf(true));
+    finished.compact();
+    expect(finished.cancellation).to.not.equal(cancellation);
+    expect(finished.cancellation.aborted).to.equal(false);
+
+    const cancelled = newRecord("b");
+    const reason = new Error("stop");
+    cancelled.cancellation.abort(reason);
+    runToEnd(cancelled, resultOf(false));
+    cancelled.compact();
+    expect(cancelled.cancellation.aborted).to.equal(true);
+    expect(cancelled.cancellation.reason).to.equal(reason);
+  });
+
+  it("does not compact a live run", () => {
+    const record = newRecord();
+    const cancellation = record.cancellation;
+    record.append({ case: "discovered", value: { spec } });
+    record.compact();
+    expect(record.cancellation).to.equal(cancellation);
+    record.append({ case: "executionStarted", value: { timeoutMs: 10, attempt: 1 } });
+    expect(record.events.map((event) => event.event.case)).to.deep.equal(["discovered", "executionStarted"]);
+  });
+});
