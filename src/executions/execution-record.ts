@@ -6,6 +6,7 @@ import type { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { Cancellation } from "../async/cancellation.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
+import { compactEvent, eventBodyOf } from "./compact-events.js";
 import { inputsDigest } from "./inputs-digest.js";
 import { runEvent } from "./run-event.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
@@ -33,14 +34,6 @@ function smallInteger(n: number): number {
 function clockMs(): number {
   return smallInteger(Date.now() - clockBaseMs);
 }
-
-/**
- * Kinds a compacted record's pending events have in place of DISCOVERED and COMPLETED once their
- * one-field wrappers are let go (see {@link ExecutionRecord.compact}): a DISCOVERED event kept as
- * its spec alone, and a COMPLETED event whose result is the record's own, kept as nothing.
- */
-const discoveredSpecAlone = "discovered (its spec alone)";
-const completedWithOwnResult = "completed (with the record's result)";
 
 /** Kinds of events that may be dropped when a run emits more than its share. */
 const droppable = new Set<EventBody["case"]>(["progress", "log", "output", "heartbeat"]);
@@ -410,10 +403,9 @@ export class ExecutionRecord {
 
   /**
    * Makes a finished record smaller for the time it is retained, keeping everything it tells: the
-   * pending events' array is cut to their number, a COMPLETED event's wrapper of the record's own
-   * result and a DISCOVERED event's wrapper of its spec are let go (rebuilt when the events are
-   * built), and so is the cancellation of a run that was not cancelled. Called by the store that
-   * retains the record, once.
+   * pending events' array is cut to their number, the events take their compact forms (see
+   * compact-events.ts), and the cancellation of a run that was not cancelled is let go. Called by
+   * the store that retains the record.
    */
   compact(): void {
     if (this.isLive) return;
@@ -422,17 +414,7 @@ export class ExecutionRecord {
     if (pending.length === 0) return;
     // slice() gives an array with room for its items alone; the array pushed to has room for more.
     const compacted = pending.slice();
-    for (let i = 0; i < compacted.length; i += 3) {
-      const kind = compacted[i];
-      const value = compacted[i + 1];
-      if (kind === "completed" && (value as { result?: ToolResult }).result === this.result) {
-        compacted[i] = completedWithOwnResult;
-        compacted[i + 1] = undefined;
-      } else if (kind === "discovered") {
-        compacted[i] = discoveredSpecAlone;
-        compacted[i + 1] = (value as { spec?: unknown }).spec;
-      }
-    }
+    for (let i = 0; i < compacted.length; i += 3) compactEvent(compacted, i, this.result);
     this.#pending = compacted;
   }
 
@@ -502,15 +484,7 @@ export class ExecutionRecord {
     const first = (this.#events?.length ?? 0) + 1;
     const createdAtMs = clockBaseMs + this.#createdAtMs;
     for (let i = 0; i < pending.length; i += 3) {
-      const kind = pending[i];
-      // The wrappers compact() let go of are made again.
-      const body = (
-        kind === completedWithOwnResult
-          ? { case: "completed", value: { result: this.result } }
-          : kind === discoveredSpecAlone
-            ? { case: "discovered", value: { spec: pending[i + 1] } }
-            : { case: kind, value: pending[i + 1] }
-      ) as EventBody;
+      const body = eventBodyOf(pending[i], pending[i + 1], this.result);
       events.push(runEvent(first + i / 3, createdAtMs + (pending[i + 2] as number), this.id, body));
     }
   }
@@ -555,9 +529,9 @@ export class ExecutionRecord {
 
   #wake(): void {
     const rare = this.#rare;
-    const waiters = rare?.waiters;
-    if (!waiters) return;
-    (rare as RareParts).waiters = undefined;
+    if (!rare?.waiters) return;
+    const waiters = rare.waiters;
+    rare.waiters = undefined;
     for (const wake of waiters) wake();
   }
 }

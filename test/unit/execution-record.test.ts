@@ -105,6 +105,36 @@ describe("ExecutionRecord", () => {
     }
   });
 
+  it("tells the same events once compacted for a run retried after a failed first attempt", () => {
+    const record = newRecord();
+    const result = resultOf(true);
+    const error = { toolName: spec.name, errorType: "ExecutionError", details: "first attempt failed" };
+    record.append({ case: "discovered", value: { spec } });
+    record.append({ case: "executionStarted", value: { timeoutMs: 250, attempt: 1 } });
+    record.append({ case: "executionFinished", value: { success: false, durationMs: 0.5, attempt: 1, error } });
+    record.append({ case: "retryScheduled", value: { nextAttempt: 2, delayMs: 10, error } });
+    record.append({ case: "executionStarted", value: { timeoutMs: 250, attempt: 2 } });
+    record.append({ case: "executionFinished", value: { success: true, durationMs: 0.5, attempt: 2 } });
+    record.append({ case: "completed", value: { result } });
+    record.finish(result);
+    const before = json(record.eventsOnce());
+    record.compact();
+    expect(json(record.events)).to.deep.equal(before);
+    expect(
+      before.map((event) =>
+        Object.keys(event as object).find((key) => key !== "sequence" && key !== "time" && key !== "executionId"),
+      ),
+    ).to.deep.equal([
+      "discovered",
+      "executionStarted",
+      "executionFinished",
+      "retryScheduled",
+      "executionStarted",
+      "executionFinished",
+      "completed",
+    ]);
+  });
+
   it("keeps a COMPLETED event whose result is not the record's own", () => {
     const record = newRecord();
     const other = resultOf(false);
