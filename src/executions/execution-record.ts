@@ -23,11 +23,12 @@ const resolved = Promise.resolve();
 const clockBaseMs = Date.now();
 
 /**
- * `n`, an integer, in the form V8 keeps unboxed when it fits (31 bits): arithmetic on boxed
- * numbers, as on an epoch time, may give a boxed result even when it is small.
+ * `n`, an integer, as a 32-bit one when it fits, which V8 keeps unboxed (in 32 bits on a 64-bit
+ * Node, 31 where pointers are compressed): arithmetic on boxed numbers, as on an epoch time, may
+ * give a boxed result even when it is small.
  */
 function smallInteger(n: number): number {
-  return n <= 0x3fffffff && n >= -0x40000000 ? n | 0 : n;
+  return n <= 0x7fffffff && n >= -0x80000000 ? n | 0 : n;
 }
 
 /** Milliseconds since `clockBaseMs`, as a small integer. */
