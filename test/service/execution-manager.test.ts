@@ -8,6 +8,7 @@ import type { ExecutionRecord } from "../../src/executions/execution-record.js";
 import { isToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { createToolRuntime, type ToolRuntime } from "../../src/runtime.js";
 import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
+import { plainLifecycle } from "../support/lifecycle.js";
 
 /** A promise with its resolve function, to decide exactly when a handler returns. */
 function deferred<T>() {
@@ -255,14 +256,7 @@ describe("ExecutionManager: runs of handlers that return a value", () => {
     expect(record.answeredWith).to.equal(record.result);
     expect(record.result?.output).to.deep.equal({ answer: 42 });
     expect(record.result?.metadata?.["attempts"]).to.equal(1);
-    expect(record.events.map((event) => event.event.case)).to.deep.equal([
-      "discovered",
-      "activated",
-      "executionStarted",
-      "executionFinished",
-      "deactivated",
-      "completed",
-    ]);
+    expect(record.events.map((event) => event.event.case)).to.deep.equal([...plainLifecycle]);
     close();
   });
 

@@ -5,6 +5,7 @@ import { ExecutionSchema, ExecutionState } from "../../gen/toolruntime/v1/execut
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ToolResultSchema, ToolSpecSchema, type ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ExecutionRecord } from "../../src/executions/execution-record.js";
+import { plainLifecycle } from "../support/lifecycle.js";
 
 const spec = create(ToolSpecSchema, { name: "unit.record", description: "a tool" });
 
@@ -65,14 +66,7 @@ describe("ExecutionRecord", () => {
       expect(json(events)).to.deep.equal(before);
       expect(toJson(ExecutionSchema, record.toProto())).to.deep.equal(protoBefore);
       expect(events.map((event) => Number(event.sequence))).to.deep.equal([1, 2, 3, 4, 5, 6]);
-      expect(events.map((event) => event.event.case)).to.deep.equal([
-        "discovered",
-        "activated",
-        "executionStarted",
-        "executionFinished",
-        "deactivated",
-        "completed",
-      ]);
+      expect(events.map((event) => event.event.case)).to.deep.equal([...plainLifecycle]);
       const completed = events[5]?.event;
       expect(completed?.case === "completed" && completed.value.result).to.equal(result);
       const discovered = events[0]?.event;

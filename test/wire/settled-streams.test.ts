@@ -5,6 +5,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { startTestServer } from "../support/test-server.js";
+import { plainLifecycle } from "../support/lifecycle.js";
 
 interface LogLine {
   readonly msg: string;
@@ -36,14 +37,7 @@ describe("RunTool streams known whole at their start, on the gRPC port", () => {
         const event = response.event?.event;
         if (event?.case === "completed") expect(event.value.result?.success).to.equal(true);
       }
-      expect(cases).to.deep.equal([
-        "discovered",
-        "activated",
-        "executionStarted",
-        "executionFinished",
-        "deactivated",
-        "completed",
-      ]);
+      expect(cases).to.deep.equal([...plainLifecycle]);
 
       // A handler that throws: its run ends inside start too, with a failed result, and the call is OK.
       const failed: boolean[] = [];
