@@ -156,6 +156,7 @@ export class ExecutionRecord {
   set onChange(listener: (() => void) | undefined) {
     this.#rareParts().onChange = listener;
   }
+
   get id(): string {
     return this.init.id;
   }
@@ -257,7 +258,7 @@ export class ExecutionRecord {
    * record). For a reader that reads them once: RunTool of a run that ended inside start.
    */
   eventsOnce(): readonly RunEvent[] {
-    if (this.isLive || this.#events !== undefined) return this.events;
+    if (this.isLive || (this.#events?.length ?? 0) > 0) return this.events;
     const events: RunEvent[] = [];
     this.#buildPending(events);
     return events;
