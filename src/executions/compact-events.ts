@@ -16,9 +16,6 @@ const firstAttemptStarted = "executionStarted: the first attempt's timeout alone
 const firstAttemptFinished = "executionFinished: the first attempt, as the result tells it";
 const completedWithResult = "completed: with the record's result";
 
-/** What a value is compacted to, or `notCompacted`. */
-const notCompacted = Symbol("not compacted");
-
 /**
  * The compact form of an event of a run that ended with `result`: [kind, value] written into
  * `pending` at `at` (kind) and `at + 1` (value), or nothing changed when it has none.
@@ -26,19 +23,14 @@ const notCompacted = Symbol("not compacted");
 export function compactEvent(pending: unknown[], at: number, result: ToolResult | undefined): void {
   const kind = pending[at] as EventBody["case"];
   const value = pending[at + 1] as Record<string, unknown>;
-  let compactKind: string | undefined;
-  let compactValue: unknown = notCompacted;
   switch (kind) {
     case "discovered":
-      compactKind = discoveredSpec;
-      compactValue = value["spec"];
-      break;
+      return keep(pending, at, discoveredSpec, value["spec"]);
     case "executionStarted":
       if (value["attempt"] === 1 && typeof value["timeoutMs"] === "number") {
-        compactKind = firstAttemptStarted;
-        compactValue = value["timeoutMs"];
+        keep(pending, at, firstAttemptStarted, value["timeoutMs"]);
       }
-      break;
+      return;
     case "executionFinished":
       if (
         result &&
@@ -47,21 +39,20 @@ export function compactEvent(pending: unknown[], at: number, result: ToolResult 
         value["success"] === result.success &&
         value["durationMs"] === result.durationMs
       ) {
-        compactKind = firstAttemptFinished;
-        compactValue = undefined;
+        keep(pending, at, firstAttemptFinished, undefined);
       }
-      break;
+      return;
     case "completed":
-      if (result && value["result"] === result) {
-        compactKind = completedWithResult;
-        compactValue = undefined;
-      }
-      break;
+      if (result && value["result"] === result) keep(pending, at, completedWithResult, undefined);
+      return;
     default:
       // The other kinds have values of their own (or are rare enough not to matter).
-      break;
+      return;
   }
-  if (compactValue === notCompacted) return;
+}
+
+/** Writes an event's compact form in place of its kind and value. */
+function keep(pending: unknown[], at: number, compactKind: string, compactValue: unknown): void {
   pending[at] = compactKind;
   pending[at + 1] = compactValue;
 }
