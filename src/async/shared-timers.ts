@@ -50,12 +50,19 @@ class TimerList {
     private readonly onEmpty: () => void,
   ) {}
 
-  add(callback: (argument: unknown) => void, argument: unknown): ScheduledTimer {
-    const entry = new Entry(this, performance.now() + this.delayMs, callback, argument, this.#tail);
-    if (this.#tail) this.#tail.next = entry;
+  /**
+   * Appends a callback due `delayMs` after `since` (a `performance.now()` time; now when absent).
+   * A due time before the tail's is moved to the tail's, so that the list stays in order: it can
+   * only be earlier by the time a run took to schedule its timer after its start (microseconds).
+   */
+  add(callback: (argument: unknown) => void, argument: unknown, since?: number): ScheduledTimer {
+    const tail = this.#tail;
+    const due = Math.max((since ?? performance.now()) + this.delayMs, tail ? tail.due : 0);
+    const entry = new Entry(this, due, callback, argument, tail);
+    if (tail) tail.next = entry;
     else this.#head = entry;
     this.#tail = entry;
-    if (!this.#timer) this.#arm(this.delayMs);
+    if (!this.#timer) this.#arm(due - performance.now());
     else if (entry === this.#head) this.#timer.ref();
     return entry;
   }
@@ -105,6 +112,20 @@ export class SharedTimers {
   schedule(delayMs: number, callback: () => void): ScheduledTimer;
   schedule<T>(delayMs: number, callback: (argument: T) => void, argument: T): ScheduledTimer;
   schedule(delayMs: number, callback: (argument: unknown) => void, argument?: unknown): ScheduledTimer {
+    return this.#list(delayMs).add(callback, argument);
+  }
+
+  /**
+   * {@link schedule}, with the delay counted from `since`, a `performance.now()` time already
+   * passed: for a timer that is armed only once it is known to be needed (a run's timeout, once
+   * its handler returned a promise) but counts from the start.
+   */
+  scheduleSince<T>(since: number, delayMs: number, callback: (argument: T) => void, argument: T): ScheduledTimer {
+    return this.#list(delayMs).add(callback as (argument: unknown) => void, argument, since);
+  }
+
+  /** The list of that delay (rounded to whole milliseconds). */
+  #list(delayMs: number): TimerList {
     const delay = Math.max(0, Math.round(delayMs));
     let list = this.#lists.get(delay);
     if (!list) {
@@ -112,7 +133,7 @@ export class SharedTimers {
       list = new TimerList(delay, () => this.#lists.delete(delay));
       this.#lists.set(delay, list);
     }
-    return list.add(callback, argument);
+    return list;
   }
 }
 

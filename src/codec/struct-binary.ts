@@ -75,13 +75,33 @@ function writeValueFields(out: BinaryOut, value: JsonValue): void {
       }
       out.byte(tagStruct);
       const struct = out.beginDelimited();
-      writeStructFields(out, value);
+      const encoded = Object.isFrozen(value) ? encodingOfFrozen(value) : undefined;
+      if (encoded) out.raw(encoded);
+      else writeStructFields(out, value);
       out.endDelimited(struct);
       return;
     }
     default:
       throw new TypeError(`a ${typeof value} is not a JSON value`);
   }
+}
+
+/**
+ * The Struct fields of frozen objects whose values are all primitives, encoded once: such an
+ * object cannot change, so its bytes cannot either. The capability flags in every result's
+ * metadata are such objects (see execute-tool.ts), six entries written anew for every call before.
+ * `null` marks a frozen object that holds an object (which could change): written each time.
+ */
+const frozenEncodings = new WeakMap<object, Uint8Array | null>();
+
+function encodingOfFrozen(object: JsonObject): Uint8Array | undefined {
+  let encoded = frozenEncodings.get(object);
+  if (encoded === undefined) {
+    const primitives = Object.values(object).every((value) => value === null || typeof value !== "object");
+    encoded = primitives ? encodeStruct(object) : null;
+    frozenEncodings.set(object, encoded);
+  }
+  return encoded ?? undefined;
 }
 
 /** A JSON object as the bytes of a `google.protobuf.Struct` message. */

@@ -437,8 +437,11 @@ export class ExecutionManager {
     const signal = record.cancellation;
     const options = request.options;
     const privateRunner = !request.requireActive;
-    // Every run's heartbeat shares one timer (see SharedTimers): no timer is made per run.
-    const heartbeat = new Heartbeat(record, this.limits.heartbeatIntervalMs);
+    // Every run's heartbeat shares one timer (see SharedTimers): no timer is made per run. It is
+    // started before the run first waits (for approval, a slot or its handler): a run that ends
+    // within the turn it started in (a handler that returns a value) has no interval to beat in.
+    let heartbeat: Heartbeat | undefined;
+    const intervalMs = this.limits.heartbeatIntervalMs;
     let ticket = admitted;
     try {
       if (!resume?.discovered) {
@@ -450,6 +453,7 @@ export class ExecutionManager {
       }
 
       if (spec.capabilities?.humanApprovalRequired && !resume?.approved) {
+        heartbeat ??= new Heartbeat(record, intervalMs);
         const timeoutMs = options?.approvalTimeoutMs || this.limits.defaultApprovalTimeoutMs;
         const decision = await this.#awaitApproval(record, timeoutMs, signal);
         if (!decision) {
@@ -484,6 +488,7 @@ export class ExecutionManager {
       }
 
       if (ticket && !ticket.immediate) {
+        heartbeat ??= new Heartbeat(record, intervalMs);
         record.setState(ExecutionState.QUEUED);
         record.append({ case: "queued", value: { position: ticket.position } });
         const timeoutMs = options?.queueTimeoutMs || this.limits.defaultQueueTimeoutMs;
@@ -523,6 +528,7 @@ export class ExecutionManager {
         firstAttempt: resume?.firstAttempt,
         beforeHandler: this.beforeHandler(record),
       });
+      if (attempted instanceof Promise) heartbeat ??= new Heartbeat(record, intervalMs);
       this.#finish(
         record,
         request,
@@ -531,7 +537,7 @@ export class ExecutionManager {
     } catch (error) {
       this.#failedUnexpectedly(record, request, error);
     } finally {
-      heartbeat.cancel();
+      heartbeat?.cancel();
       ticket?.release();
     }
   }

@@ -80,7 +80,8 @@ export class ExecutionStore {
   add(record: ExecutionRecord): void {
     this.#records.set(record.id, record);
     if (record.init.idempotencyKey !== "") this.#byIdempotencyKey.set(idempotencyIndex(record), record);
-    for (const listener of this.#addListeners) listener(record);
+    // Most servers have no listener (a WatchExecutions feed): no iterator is made for none.
+    if (this.#addListeners.size > 0) for (const listener of this.#addListeners) listener(record);
   }
 
   /** Calls `listener` with each record added from now on, until the returned function is called. */

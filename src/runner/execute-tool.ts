@@ -207,8 +207,8 @@ class ToolExecution implements RunInfo, HandlerContextActions {
     }
 
     const handlerCancellation = (this.#handlerCancellation = new Cancellation());
-    // Timers shared by every run with the same delay (see SharedTimers): none is made per run.
-    this.#timer = sharedTimers.schedule(this.prepared.timeoutMs, abortOnTimeout, this);
+    // The heartbeat timeout counts from now, and each progress report, synchronous ones included,
+    // starts it again (few runs set one; see the timeout below for the others).
     const heartbeatMs = options.heartbeatTimeoutMs ?? 0;
     if (heartbeatMs > 0) this.#heartbeatTimer = sharedTimers.schedule(heartbeatMs, abortOnHeartbeat, this);
     if (caller) {
@@ -228,7 +228,7 @@ class ToolExecution implements RunInfo, HandlerContextActions {
 
     const sink = options.sink;
     sink?.starting?.();
-    this.#began = performance.now();
+    const began = (this.#began = performance.now());
     let returned: unknown;
     try {
       returned = this.prepared.handler(inputCheck.value, context);
@@ -245,6 +245,10 @@ class ToolExecution implements RunInfo, HandlerContextActions {
         abortReason ? { kind: "aborted", reason: abortReason } : { kind: "returned", value: returned },
       );
     }
+    // The timeout counts from the handler's call but is armed only now: no timer can fire while a
+    // handler runs synchronously, so a handler that returned a value needed none. It is on a timer
+    // shared by every run with the same delay (see SharedTimers): none is made per run.
+    this.#timer = sharedTimers.scheduleSince(began, this.prepared.timeoutMs, abortOnTimeout, this);
     // Whichever comes first, the handler or an abort, concludes the run and resolves its one
     // promise: a race of derived promises, then a promise per layer above, cost several promises
     // and their reactions for every run of an async handler.
@@ -466,26 +470,35 @@ class ToolExecution implements RunInfo, HandlerContextActions {
   }
 }
 
-/** The flags of each spec, made once: every result of a tool shares them (nothing changes them). */
-const flagsBySpec = new WeakMap<object, JsonObject>();
+/**
+ * The capability flags of results, one frozen object per combination of the six flags: every result
+ * of every tool with the same flags shares it (nothing may change it), and so does the encoding of
+ * it that the binary codec keeps for frozen objects (see struct-binary.ts). One object per spec, as
+ * before, made as many encodings as registered tools.
+ */
+const flagsByCombination: (JsonObject | undefined)[] = [];
 
 function capabilityFlags(tool: RegisteredTool): JsonObject {
-  let flags = flagsBySpec.get(tool.spec);
-  if (!flags) {
-    flags = flagsOf(tool);
-    flagsBySpec.set(tool.spec, flags);
-  }
-  return flags;
-}
-
-function flagsOf(tool: RegisteredTool): JsonObject {
   const capabilities = tool.spec.capabilities;
-  return {
-    read_only: capabilities?.readOnly ?? false,
-    writes: capabilities?.writes ?? false,
-    checkpointable: capabilities?.checkpointable ?? false,
-    idempotent: capabilities?.idempotent ?? false,
-    unsafe: capabilities?.unsafe ?? false,
-    human_approval_required: capabilities?.humanApprovalRequired ?? false,
-  };
+  const readOnly = capabilities?.readOnly ?? false;
+  const writes = capabilities?.writes ?? false;
+  const checkpointable = capabilities?.checkpointable ?? false;
+  const idempotent = capabilities?.idempotent ?? false;
+  const unsafe = capabilities?.unsafe ?? false;
+  const humanApprovalRequired = capabilities?.humanApprovalRequired ?? false;
+  const combination =
+    (readOnly ? 1 : 0) |
+    (writes ? 2 : 0) |
+    (checkpointable ? 4 : 0) |
+    (idempotent ? 8 : 0) |
+    (unsafe ? 16 : 0) |
+    (humanApprovalRequired ? 32 : 0);
+  return (flagsByCombination[combination] ??= Object.freeze({
+    read_only: readOnly,
+    writes,
+    checkpointable,
+    idempotent,
+    unsafe,
+    human_approval_required: humanApprovalRequired,
+  }));
 }

@@ -135,7 +135,10 @@ export function createServerMetrics(
     }
     counted.inc();
   };
-  const outcomes = new Map<string, CounterSeries>();
+  // By tool, then outcome: both names are strings kept elsewhere (the spec's, the error type's
+  // constant), whose hashes V8 caches, where a key joined from the two was a new string to hash
+  // for every run.
+  const outcomes = new Map<string, Map<string, CounterSeries>>();
   const toolDurations = new Map<string, HistogramSeries>();
   return {
     registry,
@@ -166,9 +169,11 @@ export function createServerMetrics(
     executionObserver: {
       onExecutionEnd: (record, result) => {
         const outcome = result.success ? "success" : (result.error?.errorType ?? "unknown");
-        const key = `${record.toolName}\u0000${outcome}`;
-        let series = outcomes.get(key);
-        if (!series) outcomes.set(key, (series = executions.series({ tool: record.toolName, outcome })));
+        const tool = record.toolName;
+        let byOutcome = outcomes.get(tool);
+        if (!byOutcome) outcomes.set(tool, (byOutcome = new Map<string, CounterSeries>()));
+        let series = byOutcome.get(outcome);
+        if (!series) byOutcome.set(outcome, (series = executions.series({ tool, outcome })));
         series.inc();
       },
     },

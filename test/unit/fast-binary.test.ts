@@ -1,4 +1,4 @@
-import { create, equals, fromBinary, fromJson, toBinary, type JsonObject } from "@bufbuild/protobuf";
+import { create, equals, fromBinary, fromJson, toBinary, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { expect } from "chai";
 import { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
@@ -175,5 +175,23 @@ describe("toBinaryFast()", () => {
     plain.description = "changed";
     expect(Buffer.from(toBinaryFast(ToolSpecSchema, marked)).equals(Buffer.from(keptBytes))).to.equal(true);
     expect(fromBinary(ToolSpecSchema, toBinaryFast(ToolSpecSchema, plain)).description).to.equal("changed");
+  });
+
+  it("keeps the Struct encoding of a frozen object of primitives, and writes one holding an object each time", () => {
+    const flags = Object.freeze({ read_only: true, writes: false, limit: 3, name: "kept", nothing: null });
+    const inner = { count: 1 };
+    const holder = Object.freeze({ inner });
+    const encoded = (value: JsonObject) => Buffer.from(encodeStruct({ value }));
+    const expected = (value: JsonObject) => Buffer.from(toBinary(StructSchema, fromJson(StructSchema, { value })));
+    for (let i = 0; i < 2; i++) {
+      expect(encoded(flags).equals(expected(flags))).to.equal(true);
+      expect(encoded(holder).equals(expected(holder))).to.equal(true);
+    }
+    // The nested object may change: the frozen object holding it is written anew.
+    inner.count = 2;
+    expect(encoded(holder).equals(expected(holder))).to.equal(true);
+    expect(toJson(StructSchema, fromBinary(StructSchema, encoded(holder)))).to.deep.equal({
+      value: { inner: { count: 2 } },
+    });
   });
 });

@@ -95,4 +95,31 @@ describe("SharedTimers", () => {
     });
     expect(beats).to.equal(3);
   });
+
+  it("counts a delay from a time given, keeping a later entry behind an earlier one of the same delay", async () => {
+    const timers = new SharedTimers();
+    const order: string[] = [];
+    const start = performance.now();
+    const fired = (name: string, resolve: (at: number) => void) => () => {
+      order.push(name);
+      resolve(performance.now());
+    };
+    // Scheduled now for 200 ms from now; then for 200 ms from 150 ms ago, which is due earlier
+    // but kept behind it (its list stays in order), so both come at the first's time.
+    const first = new Promise<number>((resolve) => timers.schedule(200, fired("first", resolve)));
+    const second = new Promise<number>((resolve) =>
+      timers.scheduleSince(start - 150, 200, fired("second", resolve), undefined),
+    );
+    // Alone in its list, a delay counted from 150 ms ago comes 50 ms from now.
+    const alone = new Promise<number>((resolve) =>
+      timers.scheduleSince(start - 150, 180, fired("alone", resolve), undefined),
+    );
+    const [firstAt, secondAt, aloneAt] = await Promise.all([first, second, alone]);
+    expect(order).to.deep.equal(["alone", "first", "second"]);
+    expect(aloneAt - start)
+      .to.be.at.least(29)
+      .and.below(150);
+    expect(firstAt - start).to.be.at.least(199);
+    expect(secondAt - start).to.be.at.least(199);
+  });
 });

@@ -1,0 +1,55 @@
+import { expect } from "chai";
+import { performance } from "node:perf_hooks";
+import { ToolRunner } from "../../src/runner/tool-runner.js";
+import { createToolRuntime } from "../../src/runtime.js";
+import { defineTool } from "../../src/tools/define-tool.js";
+
+/** Keeps the thread busy for `ms` milliseconds, as a handler doing synchronous work does. */
+function busyFor(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe("A run's timeout", () => {
+  const runtime = createToolRuntime({
+    tools: [
+      defineTool({
+        name: "demo.busy_then_waits",
+        description: "Works 300 ms synchronously, then waits forever.",
+        handler: () => {
+          busyFor(300);
+          return new Promise(() => undefined);
+        },
+      }),
+      defineTool({
+        name: "demo.busy_then_returns",
+        description: "Works 300 ms synchronously, then returns.",
+        handler: () => {
+          busyFor(300);
+          return { done: true };
+        },
+      }),
+    ],
+  });
+  after(() => runtime.close());
+
+  it("counts from the handler's call, though its timer is armed once the handler returned a promise", async () => {
+    const runner = new ToolRunner("timed", runtime.registries.default);
+    runner.activate("demo.busy_then_waits");
+    const { result } = await runner.execute("demo.busy_then_waits", {}, { timeoutMs: 200 });
+    expect(result.success).to.equal(false);
+    expect(result.error?.errorType).to.equal("TimeoutError");
+    expect(result.error?.details).to.contain("timed out after 200 ms");
+    // Counted from the arming, it would end 200 ms after the 300 ms of work: 500 ms at least.
+    expect(result.durationMs).to.be.at.least(300).and.below(450);
+  });
+
+  it("lets a handler that returns a value end as it returned, however long it worked", async () => {
+    const runner = new ToolRunner("timed", runtime.registries.default);
+    runner.activate("demo.busy_then_returns");
+    const { result } = await runner.execute("demo.busy_then_returns", {}, { timeoutMs: 200 });
+    expect(result.success).to.equal(true);
+    expect(result.output).to.deep.equal({ done: true });
+    expect(result.durationMs).to.be.at.least(300);
+  });
+});
