@@ -92,9 +92,6 @@ type HandlerOutcome =
 /** The reason a finished run's signal aborts with: one shared Error, as building one per run costs. */
 const runFinished = new Error("run finished");
 
-/** Does nothing: the reactions of promises whose value is not needed. */
-function ignore(): void {}
-
 /** What handlerCalled receives for a handler that returned a value: it settled already. */
 const settledAlready: Promise<void> = Promise.resolve();
 
@@ -253,12 +250,13 @@ class ToolExecution implements RunInfo, HandlerContextActions {
     // promise: a race of derived promises, then a promise per layer above, cost several promises
     // and their reactions for every run of an async handler.
     const ended = new Promise<ToolResult>((resolve) => (this.#resolve = resolve));
-    const handlerSettled = Promise.resolve(returned);
-    void handlerSettled.then(
+    // What the sink hears of the handler's end is the promise of these reactions: it resolves
+    // once the handler settled (and the run concluded, if it had not yet), and never rejects.
+    const handlerSettled = Promise.resolve(returned).then(
       (value) => this.#settle({ kind: "returned", value }),
       (error: unknown) => this.#settle({ kind: "threw", error }),
     );
-    sink?.handlerCalled?.(handlerSettled.then(ignore, ignore));
+    sink?.handlerCalled?.(handlerSettled);
     const abortReason = this.#abortReason;
     if (abortReason) this.#settle({ kind: "aborted", reason: abortReason });
     return ended;
