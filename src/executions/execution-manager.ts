@@ -531,7 +531,8 @@ export class ExecutionManager {
         }
       }
       // The run's attempts take the ticket and the heartbeat over.
-      const [held, beating] = [ticket, heartbeat];
+      const held = ticket;
+      const beating = heartbeat;
       ticket = heartbeat = undefined;
       await this.#run(record, request, prepared, retry, held, beating, resume);
     } catch (error) {
