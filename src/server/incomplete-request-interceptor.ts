@@ -1,14 +1,26 @@
-import { ServerInterceptingCall, ServerListenerBuilder, type ServerInterceptor } from "@grpc/grpc-js";
+import type {
+  ServerInterceptingCall,
+  ServerInterceptingCallInterface,
+  ServerInterceptor,
+  StatusObject,
+} from "@grpc/grpc-js";
 import { pino } from "pino";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { toConnectError } from "./to-connect-error.js";
+
+type CallListener = Parameters<ServerInterceptingCallInterface["start"]>[0];
 
 /**
  * Answers INVALID_ARGUMENT, with a ToolError, for a call to a method that takes one request whose
  * request stream ends without a complete message: it was empty, or cut short (a length prefix
  * announcing more bytes than arrived; grpc-js drops such a partial message at the end of the
  * stream). grpc-js itself would answer UNIMPLEMENTED, which says the method does not exist.
+ *
+ * A call to a streaming method is handed on as it is. A unary call is wrapped in a
+ * {@link UnaryRequestGuard}, not in grpc-js's `ServerInterceptingCall`: that class makes a
+ * responder, a listener and a dozen closures a call to let any event be held back, and this guard
+ * holds back none, only answers instead of one (about 5% of a no-op call's server time).
  */
 export function incompleteRequestInterceptor(): ServerInterceptor {
   // The error is the client's: nothing reaches the log.
@@ -20,23 +32,76 @@ export function incompleteRequestInterceptor(): ServerInterceptor {
       pino({ enabled: false }),
     ),
   );
-  return (method, call) => {
-    if (method.requestStream) return new ServerInterceptingCall(call);
-    let received = false;
-    return new ServerInterceptingCall(call, {
-      start: (next) =>
-        next(
-          new ServerListenerBuilder()
-            .withOnReceiveMessage((message, forward) => {
-              received = true;
-              forward(message);
-            })
-            .withOnReceiveHalfClose((forward) => {
-              if (received) forward();
-              else call.sendStatus({ ...status, metadata: status.metadata.clone() });
-            })
-            .build(),
-        ),
-    });
-  };
+  // grpc-js reads only the interface's methods of what an interceptor returns (the class in the
+  // type has private fields that no other class can match).
+  return (method, call) =>
+    (method.requestStream ? call : new UnaryRequestGuard(call, status)) as ServerInterceptingCall;
+}
+
+/** A unary call as grpc-js serves it, except that a request stream without a message is answered here. */
+class UnaryRequestGuard implements ServerInterceptingCallInterface {
+  constructor(
+    private readonly call: ServerInterceptingCallInterface,
+    private readonly incomplete: StatusObject,
+  ) {}
+
+  start(listener: CallListener): void {
+    this.call.start(new RequestListener(listener, this.call, this.incomplete));
+  }
+  sendMetadata(metadata: Parameters<ServerInterceptingCallInterface["sendMetadata"]>[0]): void {
+    this.call.sendMetadata(metadata);
+  }
+  sendMessage(message: unknown, callback: () => void): void {
+    this.call.sendMessage(message, callback);
+  }
+  sendStatus(status: Parameters<ServerInterceptingCallInterface["sendStatus"]>[0]): void {
+    this.call.sendStatus(status);
+  }
+  startRead(): void {
+    this.call.startRead();
+  }
+  getPeer(): string {
+    return this.call.getPeer();
+  }
+  getDeadline(): ReturnType<ServerInterceptingCallInterface["getDeadline"]> {
+    return this.call.getDeadline();
+  }
+  getHost(): string {
+    return this.call.getHost();
+  }
+  getAuthContext(): ReturnType<ServerInterceptingCallInterface["getAuthContext"]> {
+    return this.call.getAuthContext();
+  }
+  getConnectionInfo(): ReturnType<ServerInterceptingCallInterface["getConnectionInfo"]> {
+    return this.call.getConnectionInfo();
+  }
+  getMetricsRecorder(): ReturnType<ServerInterceptingCallInterface["getMetricsRecorder"]> {
+    return this.call.getMetricsRecorder();
+  }
+}
+
+/** Passes a unary call's events to grpc-js's listener; ends the call itself when no message came. */
+class RequestListener implements CallListener {
+  private received = false;
+
+  constructor(
+    private readonly next: CallListener,
+    private readonly call: ServerInterceptingCallInterface,
+    private readonly incomplete: StatusObject,
+  ) {}
+
+  onReceiveMetadata(metadata: Parameters<CallListener["onReceiveMetadata"]>[0]): void {
+    this.next.onReceiveMetadata(metadata);
+  }
+  onReceiveMessage(message: unknown): void {
+    this.received = true;
+    this.next.onReceiveMessage(message);
+  }
+  onReceiveHalfClose(): void {
+    if (this.received) this.next.onReceiveHalfClose();
+    else this.call.sendStatus({ ...this.incomplete, metadata: this.incomplete.metadata.clone() });
+  }
+  onCancel(): void {
+    this.next.onCancel();
+  }
 }
