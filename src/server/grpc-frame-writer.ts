@@ -1,6 +1,7 @@
 import { Metadata, ServerInterceptingCall, type ServerInterceptingCallInterface } from "@grpc/grpc-js";
 import type { Writable } from "node:stream";
 import { grpcFramePrefixBytes as prefixBytes } from "../codec/fast-binary.js";
+import { UnaryRequestGuard } from "./incomplete-request-interceptor.js";
 
 /**
  * grpc-js sends a stream's messages one at a time: each `call.write` is framed and handed to the
@@ -13,9 +14,10 @@ import { grpcFramePrefixBytes as prefixBytes } from "../codec/fast-binary.js";
  * A FrameWriter writes several length-prefixed messages to the call's HTTP/2 stream in one write,
  * doing what grpc-js's `sendMessage` does around each: the response headers first, the size limit,
  * channelz's count of messages sent, nothing once the call is over. It reaches the HTTP/2 stream
- * through grpc-js internals (ServerWritableStreamImpl.call → ServerInterceptingCall.nextCall… →
- * BaseServerInterceptingCall.stream; checked against @grpc/grpc-js 1.14), and exists only when that
- * path is exactly as expected and no interceptor on it handles messages or headers: otherwise
+ * through grpc-js internals (ServerWritableStreamImpl.call → ServerInterceptingCall.nextCall… or
+ * our own UnaryRequestGuard.call → BaseServerInterceptingCall.stream; checked against @grpc/grpc-js
+ * 1.14), and exists only when that path is exactly as expected and no interceptor on it handles
+ * messages or headers: otherwise
  * {@link frameWriterFor} returns undefined and the stream writes through `call.write` as before
  * (a test fails when grpc-js changes under it).
  */
@@ -156,12 +158,15 @@ export function messagesOfFrames(frames: Buffer): Buffer[] {
 function baseCallOf(call: ServerCall): BaseCall | undefined {
   if (!passThrough?.sendMessage || !passThrough.sendMetadata) return undefined;
   let layer: unknown = (call as unknown as { call?: unknown }).call;
-  while (layer instanceof ServerInterceptingCall) {
-    const responder = responderOf(layer);
-    if (responder?.sendMessage !== passThrough.sendMessage || responder.sendMetadata !== passThrough.sendMetadata) {
-      return undefined;
-    }
-    layer = (layer as unknown as { nextCall?: unknown }).nextCall;
+  for (;;) {
+    if (layer instanceof UnaryRequestGuard) layer = layer.call;
+    else if (layer instanceof ServerInterceptingCall) {
+      const responder = responderOf(layer);
+      if (responder?.sendMessage !== passThrough.sendMessage || responder.sendMetadata !== passThrough.sendMetadata) {
+        return undefined;
+      }
+      layer = (layer as unknown as { nextCall?: unknown }).nextCall;
+    } else break;
   }
   return isBaseCall(layer) ? layer : undefined;
 }

@@ -38,10 +38,14 @@ export function incompleteRequestInterceptor(): ServerInterceptor {
     (method.requestStream ? call : new UnaryRequestGuard(call, status)) as ServerInterceptingCall;
 }
 
-/** A unary call as grpc-js serves it, except that a request stream without a message is answered here. */
-class UnaryRequestGuard implements ServerInterceptingCallInterface {
+/**
+ * A call that takes one request as grpc-js serves it, except that a request stream without a
+ * message is answered here. It passes messages and headers on untouched, so a frame writer may go
+ * around it to the call it wraps (grpc-frame-writer.ts).
+ */
+export class UnaryRequestGuard implements ServerInterceptingCallInterface {
   constructor(
-    private readonly call: ServerInterceptingCallInterface,
+    readonly call: ServerInterceptingCallInterface,
     private readonly incomplete: StatusObject,
   ) {}
 

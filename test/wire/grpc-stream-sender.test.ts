@@ -12,15 +12,17 @@ import {
 } from "@grpc/grpc-js";
 import { expect } from "chai";
 import { framesOf, frameWriterFor, type FrameWriter } from "../../src/server/grpc-frame-writer.js";
+import { incompleteRequestInterceptor } from "../../src/server/incomplete-request-interceptor.js";
 import { createBatchSender, maxBytesPerWrite, type BatchSender } from "../../src/server/grpc-stream-sender.js";
 
 const path = "/test.Streams/Send";
 const identity = (bytes: Buffer): Buffer => bytes;
 
-/** Interceptors shaped like the server's own: one passes everything on, one only watches `start`. */
+/** Interceptors that pass messages and headers on: grpc-js's own kind, and the server's own. */
 const passThrough: ServerInterceptor = (_method, call) => new ServerInterceptingCall(call);
 const watchesStart: ServerInterceptor = (_method, call) =>
   new ServerInterceptingCall(call, { start: (next) => next(new ServerListenerBuilder().build()) });
+const serversOwn = incompleteRequestInterceptor();
 /** Interceptors that handle messages or headers themselves: the frame writer must not go around them. */
 const countsMessages: ServerInterceptor = (_method, call) =>
   new ServerInterceptingCall(call, { sendMessage: (message, next) => next(message) });
@@ -87,7 +89,9 @@ describe("Batches of a stream on the gRPC port", () => {
       const found: Record<string, boolean> = {};
       for (const [name, interceptors] of [
         ["none", []],
-        ["the server's kind", [passThrough, watchesStart]],
+        ["grpc-js's kind", [passThrough, watchesStart]],
+        ["the server's own", [serversOwn]],
+        ["the server's own among others", [passThrough, serversOwn, watchesStart]],
         ["one handling messages", [passThrough, countsMessages]],
         ["one handling headers", [addsHeaders, passThrough]],
       ] as const) {
@@ -105,7 +109,9 @@ describe("Batches of a stream on the gRPC port", () => {
       }
       expect(found).to.deep.equal({
         none: true,
-        "the server's kind": true,
+        "grpc-js's kind": true,
+        "the server's own": true,
+        "the server's own among others": true,
         "one handling messages": false,
         "one handling headers": false,
       });
@@ -147,7 +153,7 @@ describe("Batches of a stream on the gRPC port", () => {
         let encoded = 0;
         let send: BatchSender | undefined;
         let sent: boolean | Promise<boolean> | undefined;
-        const started = await startServer([passThrough, watchesStart], () => handler);
+        const started = await startServer([serversOwn], () => handler);
         server = started.server;
         const ended = new Promise<void>((resolve) => {
           handler = async (call) => {
@@ -178,7 +184,7 @@ describe("Batches of a stream on the gRPC port", () => {
       });
 
       it("writes a batch that fits in one write at once, without a promise, and encodes each message once", async () => {
-        const started = await startServer([passThrough, watchesStart], () => handler);
+        const started = await startServer([serversOwn], () => handler);
         server = started.server;
         const encodings: number[] = [];
         framedBatches = 0;
@@ -224,7 +230,7 @@ describe("Batches of a stream on the gRPC port", () => {
       });
 
       it("sends the messages before one over the size limit, then ends with grpc-js's RESOURCE_EXHAUSTED", async () => {
-        const started = await startServer([passThrough, watchesStart], () => handler, 10_000);
+        const started = await startServer([serversOwn], () => handler, 10_000);
         server = started.server;
         handler = async (call) => {
           const sizes = [100, 100, 20_000, 100];
