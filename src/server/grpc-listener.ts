@@ -38,7 +38,7 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
     "grpc.http2.min_ping_interval_without_data_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
     // Channelz keeps counts and timestamps of every call and message (closures, clock reads and
-    // two Dates a call: about a tenth of a no-op call's server time) for a channelz service,
+    // two Dates a call: several percent of a no-op call's server time) for a channelz service,
     // which this server does not offer. Without it grpc-js's forceShutdown no longer finds the
     // connections: `cutConnections` below does.
     "grpc.enable_channelz": 0,

@@ -17,10 +17,11 @@ type CallListener = Parameters<ServerInterceptingCallInterface["start"]>[0];
  * announcing more bytes than arrived; grpc-js drops such a partial message at the end of the
  * stream). grpc-js itself would answer UNIMPLEMENTED, which says the method does not exist.
  *
- * A call to a streaming method is handed on as it is. A unary call is wrapped in a
- * {@link UnaryRequestGuard}, not in grpc-js's `ServerInterceptingCall`: that class makes a
- * responder, a listener and a dozen closures a call to let any event be held back, and this guard
- * holds back none, only answers instead of one (about 5% of a no-op call's server time).
+ * A call whose requests stream is handed on as it is. A call that takes one request (unary or
+ * server-streaming) is wrapped in a {@link UnaryRequestGuard}, not in grpc-js's
+ * `ServerInterceptingCall`: that class makes a responder, a listener and a dozen closures a call
+ * to let any event be held back, and this guard holds back none, only answers instead of one (a
+ * few percent of a no-op call's server time).
  */
 export function incompleteRequestInterceptor(): ServerInterceptor {
   // The error is the client's: nothing reaches the log.
