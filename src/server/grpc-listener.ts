@@ -52,12 +52,13 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
   if (options.maxConnectionIdleMs > 0) channelOptions["grpc.max_connection_idle_ms"] = options.maxConnectionIdleMs;
   const server = new Server(channelOptions);
   let listener: net.Server | undefined;
-  let injector: ReturnType<Server["createConnectionInjector"]> | undefined;
-  // Stops every call and cuts every connection (GOAWAY with CANCEL) through the injector that
-  // holds them, since grpc-js's forceShutdown reaches connections only through channelz.
+  const injectors: ReturnType<Server["createConnectionInjector"]>[] = [];
+  // Stops every call and cuts every connection (GOAWAY with CANCEL, on a timer of 0 ms) through
+  // the injectors that hold them, since grpc-js's forceShutdown reaches connections only through
+  // channelz.
   const cutConnections = (): void => {
     server.forceShutdown();
-    injector?.drain(0);
+    for (const injector of injectors) injector.drain(0);
   };
   const stopListening = (): Promise<void> =>
     new Promise((resolve) => {
@@ -75,7 +76,7 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
           )
         : ServerCredentials.createInsecure();
       const connections = server.createConnectionInjector(credentials);
-      injector = connections;
+      injectors.push(connections);
       const socketServer = net.createServer((socket) => {
         headerDeadline.watch(socket);
         connections.injectConnection(socket);

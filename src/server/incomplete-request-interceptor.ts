@@ -85,9 +85,15 @@ export class UnaryRequestGuard implements ServerInterceptingCallInterface {
   }
 }
 
-/** Passes a unary call's events to grpc-js's listener; ends the call itself when no message came. */
+/**
+ * Passes a call's events to grpc-js's listener; ends the call itself when no message came. Nothing
+ * is passed on once the call was cancelled: grpc-js's base call goes on delivering the client's
+ * events after it answered a call itself (a deadline, a message over the size limit), and a
+ * half-close passed on then would start the handler of a call already answered.
+ */
 class RequestListener implements CallListener {
   private received = false;
+  private cancelled = false;
 
   constructor(
     private readonly next: CallListener,
@@ -96,17 +102,21 @@ class RequestListener implements CallListener {
   ) {}
 
   onReceiveMetadata(metadata: Parameters<CallListener["onReceiveMetadata"]>[0]): void {
-    this.next.onReceiveMetadata(metadata);
+    if (!this.cancelled) this.next.onReceiveMetadata(metadata);
   }
   onReceiveMessage(message: unknown): void {
+    if (this.cancelled) return;
     this.received = true;
     this.next.onReceiveMessage(message);
   }
   onReceiveHalfClose(): void {
+    if (this.cancelled) return;
     if (this.received) this.next.onReceiveHalfClose();
     else this.call.sendStatus({ ...this.incomplete, metadata: this.incomplete.metadata.clone() });
   }
   onCancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
     this.next.onCancel();
   }
 }

@@ -6,6 +6,9 @@ import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { clientStackNames, createClientStack } from "../support/client-stacks.js";
 import { expectToolError } from "../support/expect-error.js";
 import { startTestServer } from "../support/test-server.js";
+import { testGate } from "../support/test-tools.js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { ActivateToolRequestSchema, ExecuteToolRequestSchema } from "../../gen/toolruntime/v1/runner_pb.js";
 
 /** Bytes that no protobuf message decodes: field 1, wire type 7 (there is no wire type 7). */
 const undecodable = Buffer.from([0x0f, 0x01]);
@@ -58,6 +61,57 @@ describe("Protocol errors over the wire", () => {
     it("answers INVALID_ARGUMENT to a server-streaming call that sends no message at all", async () => {
       const answer = await rawGrpc(server.grpcAddress, "/toolruntime.v1.RunnerService/RunTool", Buffer.alloc(0));
       expect(answer).to.deep.equal({ status: String(status.INVALID_ARGUMENT), message: incomplete });
+    });
+  });
+
+  describe("calls the gRPC port answered before their request stream ended", () => {
+    const executeTool = "/toolruntime.v1.RunnerService/ExecuteTool";
+    const grpcFrame = (message: Uint8Array): Buffer => {
+      const frame = Buffer.alloc(5 + message.byteLength);
+      frame.writeUInt32BE(message.byteLength, 1);
+      frame.set(message, 5);
+      return frame;
+    };
+    const activate = (toolName: string): Buffer =>
+      grpcFrame(toBinary(ActivateToolRequestSchema, create(ActivateToolRequestSchema, { toolName })));
+    const execute = (toolName: string): Buffer =>
+      grpcFrame(toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName })));
+
+    it("never runs a call whose deadline passed while its client kept the request stream open", async () => {
+      testGate.reset();
+      const session = http2.connect(`http://${server.grpcAddress}`);
+      try {
+        for (const tool of ["test.gate", "builtin.noop"]) {
+          expect(
+            (await exchange(session, "/toolruntime.v1.RunnerService/ActivateTool", activate(tool))).status,
+          ).to.equal(String(status.OK));
+        }
+        // The request's message arrives, its end does not: the deadline answers the call first.
+        const stream = session.request({
+          ":method": "POST",
+          ":path": executeTool,
+          "content-type": "application/grpc",
+          te: "trailers",
+          "grpc-timeout": "100m",
+        });
+        const answered = statusOf(stream);
+        stream.write(execute("test.gate"));
+        expect(await answered).to.deep.equal({
+          status: String(status.DEADLINE_EXCEEDED),
+          message: "Deadline exceeded",
+        });
+        // Now the client ends its request stream; once the stream is closed on both sides, a call
+        // of the same method on the same connection follows it through the same steps.
+        await new Promise<void>((resolve) => {
+          stream.once("close", resolve);
+          stream.end();
+        });
+        expect((await exchange(session, executeTool, execute("builtin.noop"))).status).to.equal(String(status.OK));
+        expect(testGate.entered, "runs of test.gate started").to.equal(0);
+      } finally {
+        testGate.open();
+        session.close();
+      }
     });
   });
 
@@ -131,30 +185,44 @@ describe("Protocol errors over the wire", () => {
 async function rawGrpc(address: string, path: string, body: Buffer): Promise<{ status: string; message: string }> {
   const session = http2.connect(`http://${address}`);
   try {
-    const stream = session.request({
-      ":method": "POST",
-      ":path": path,
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
-    const outcome = new Promise<{ status: string; message: string }>((resolve, reject) => {
-      let headers: http2.IncomingHttpHeaders = {};
-      stream.on("response", (received) => (headers = received));
-      stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => (headers = { ...headers, ...trailers }));
-      stream.on("data", () => undefined);
-      stream.on("end", () =>
-        resolve({
-          status: String(headers["grpc-status"]),
-          message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
-        }),
-      );
-      stream.on("error", reject);
-    });
-    stream.end(body);
-    return await outcome;
+    return await exchange(session, path, body);
   } finally {
     session.close();
   }
+}
+
+/** Sends one raw gRPC request of `body` bytes on `session` and resolves to its grpc-status and grpc-message. */
+function exchange(
+  session: http2.ClientHttp2Session,
+  path: string,
+  body: Buffer,
+): Promise<{ status: string; message: string }> {
+  const stream = session.request({
+    ":method": "POST",
+    ":path": path,
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
+  const outcome = statusOf(stream);
+  stream.end(body);
+  return outcome;
+}
+
+/** The grpc-status and grpc-message a raw gRPC stream ends with (trailers, or a trailers-only response). */
+function statusOf(stream: http2.ClientHttp2Stream): Promise<{ status: string; message: string }> {
+  return new Promise((resolve, reject) => {
+    let headers: http2.IncomingHttpHeaders = {};
+    stream.on("response", (received) => (headers = received));
+    stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => (headers = { ...headers, ...trailers }));
+    stream.on("data", () => undefined);
+    stream.on("end", () =>
+      resolve({
+        status: String(headers["grpc-status"]),
+        message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+      }),
+    );
+    stream.on("error", reject);
+  });
 }
 
 /**
