@@ -1,6 +1,8 @@
 import { create, equals, fromBinary, fromJson, toBinary, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { StructSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { RunEventSchema } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ExecuteToolResponseSchema, RunToolResponseSchema } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ListToolsResponseSchema } from "../../gen/toolruntime/v1/registry_pb.js";
@@ -139,6 +141,27 @@ describe("toBinaryFast()", () => {
     const small = create(ExecuteToolResponseSchema, { executionId: "e-4" });
     const smallBytes = Buffer.from(toBinary(ExecuteToolResponseSchema, small));
     expect(Buffer.from(toBinaryFast(ExecuteToolResponseSchema, small)).equals(smallBytes)).to.equal(true);
+  });
+
+  it("leaves every type to protobuf-es, with the same bytes, where Node forbids code made from strings", () => {
+    const module = fileURLToPath(new URL("../../src/codec/fast-binary.js", import.meta.url));
+    const gen = fileURLToPath(new URL("../../gen/toolruntime/v1/runner_pb.js", import.meta.url));
+    const script = `
+      const { toBinaryFast } = await import(${JSON.stringify(module)});
+      const { ExecuteToolResponseSchema } = await import(${JSON.stringify(gen)});
+      const metadata = ${JSON.stringify(metadata)};
+      const bytes = toBinaryFast(ExecuteToolResponseSchema, { executionId: "e-1", result: { success: true, metadata } });
+      process.stdout.write(Buffer.from(bytes).toString("base64"));`;
+    const encoded = execFileSync(
+      process.execPath,
+      ["--disallow-code-generation-from-strings", "--input-type=module", "--eval", script],
+      { encoding: "utf8" },
+    );
+    const expected = toBinary(
+      ExecuteToolResponseSchema,
+      create(ExecuteToolResponseSchema, { executionId: "e-1", result: { success: true, metadata } }),
+    );
+    expect(encoded).to.equal(Buffer.from(expected).toString("base64"));
   });
 
   it("refuses a value that is not JSON", () => {
