@@ -121,11 +121,8 @@ export function planMessageWriter(schema: DescMessage, kinds: FieldKinds): Write
     delegated.push(field);
     lines.push(`F[${delegated.length - 1}].write(m, out);`);
   };
+  /** A singular field outside any oneof (a scalar, an enum or a message). */
   const singular = (field: DescField): void => {
-    if (field.fieldKind !== "scalar" && field.fieldKind !== "enum" && field.fieldKind !== "message") {
-      delegate(field);
-      return;
-    }
     if (field.fieldKind === "message" && kinds.unwrapped(field)) {
       delegate(field);
       return;
