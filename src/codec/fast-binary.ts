@@ -196,7 +196,6 @@ const fieldKinds: FieldKinds = {
   usesJson,
   // protobuf-es unwraps singular wrapper fields outside oneofs to their scalar value.
   unwrapped: (field) => field.fieldKind === "message" && !field.oneof && isWrapperDesc(field.message),
-  tagBytes,
 };
 
 /** What a generated writer is given (see message-writer-source.ts for the names). */

@@ -1,4 +1,5 @@
 import { ScalarType, type DescField, type DescMessage, type DescOneof } from "@bufbuild/protobuf";
+import { tagBytes } from "./binary-out.js";
 
 /**
  * The source of a message type's field writer: straight-line code that reads each field by its
@@ -32,8 +33,6 @@ export interface FieldKinds {
   usesJson(field: DescField): boolean;
   /** Whether the field is a singular wrapper that protobuf-es unwraps to its scalar. */
   unwrapped(field: DescField): boolean;
-  /** The tag bytes of a field number and wire type. */
-  tagBytes(fieldNumber: number, wireType: number): readonly number[];
 }
 
 /** google.protobuf.FeatureSet.FieldPresence.IMPLICIT, as the descriptors report it. */
@@ -53,7 +52,7 @@ export function planMessageWriter(schema: DescMessage, kinds: FieldKinds): Write
   const q = (text: string): string => JSON.stringify(text);
 
   const tag = (fieldNumber: number, wireType: number): string => {
-    const bytes = kinds.tagBytes(fieldNumber, wireType);
+    const bytes = tagBytes(fieldNumber, wireType);
     if (bytes.length === 1) return `out.byte(${bytes[0]});`;
     longTags.push(bytes);
     return `out.tag(T[${longTags.length - 1}]);`;
@@ -98,6 +97,8 @@ export function planMessageWriter(schema: DescMessage, kinds: FieldKinds): Write
         throw new Error(`${field.toString()}: scalar type ${ScalarType[field.scalar]} is not covered`);
     }
   };
+  /** Statements writing the value of oneof case `field`, which `x` holds: its value when set. */
+  const writeCase = (field: DescField): string => `x = x.value; if (x !== undefined) { ${writeValue(field, "x")} }`;
   /** The condition under which an implicit-presence field is written: not zero, as protobuf-es tests it. */
   const notZero = (field: DescField, x: string): string => {
     if (field.fieldKind === "enum") return `${x} !== ${field.enum.values[0]?.number ?? 0}`;
@@ -137,9 +138,7 @@ export function planMessageWriter(schema: DescMessage, kinds: FieldKinds): Write
     lines.push(`x = m[${q(group.localName)}];`);
     lines.push(`switch (x === undefined || x === null ? undefined : x.case) {`);
     for (const field of group.fields) {
-      lines.push(
-        `  case ${q(field.localName)}: x = x.value; if (x !== undefined) { ${writeValue(field, "x")} } break;`,
-      );
+      lines.push(`  case ${q(field.localName)}: ${writeCase(field)} break;`);
     }
     lines.push(`}`);
   };
@@ -157,9 +156,7 @@ export function planMessageWriter(schema: DescMessage, kinds: FieldKinds): Write
     }
     if (group) {
       lines.push(`x = m[${q(group.localName)}];`);
-      lines.push(
-        `if (x !== undefined && x !== null && x.case === ${q(field.localName)}) { x = x.value; if (x !== undefined) { ${writeValue(field, "x")} } }`,
-      );
+      lines.push(`if (x !== undefined && x !== null && x.case === ${q(field.localName)}) { ${writeCase(field)} }`);
     } else if (field.fieldKind === "list" || field.fieldKind === "map") {
       delegate(field);
     } else {
