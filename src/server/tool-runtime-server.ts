@@ -1,5 +1,4 @@
 import { Code, ConnectError, createContextValues, type ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { setMaxListeners } from "node:events";
 import { pino, type Logger } from "pino";
 import { file_toolruntime_v1_registry, RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
@@ -17,6 +16,7 @@ import { createCallLimiter } from "./call-limiter.js";
 import { createCallPacer } from "./call-pacer.js";
 import { wrapService } from "./call-pipeline.js";
 import { binaryResponsesInterceptor } from "./connect-binary-responses.js";
+import { createConnectNodeHandler } from "./connect-node-handler.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { ensureSafeBind } from "./bind-safety.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
@@ -26,7 +26,7 @@ import { addHealthToGrpcServer } from "./health.js";
 import { listenHealth, type HealthListener } from "./health-listener.js";
 import { withCallLimit } from "./http-call-limit.js";
 import { withOperationalEndpoints } from "./http-endpoints.js";
-import { listenHttp, type HttpListener, type NodeRequestHandler } from "./http-listener.js";
+import { listenHttp, type HttpListener } from "./http-listener.js";
 import { createMcpEndpoint } from "./mcp/mcp-endpoint.js";
 import { startMcpImports, type McpImportOptions } from "../mcp/import/start-mcp-imports.js";
 import { createMetricsGate } from "./metrics-access.js";
@@ -205,7 +205,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     file_toolruntime_v1_provider,
   ]);
 
-  const connectHandler = connectNodeAdapter({
+  const connectHandler = createConnectNodeHandler({
+    logger,
     routes: (router: ConnectRouter) => {
       router.service(RegistryService, registry);
       router.service(RunnerService, runner);
@@ -225,7 +226,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       if (certificate) values.set(peerCertificateKey, certificate);
       return values;
     },
-  }) as NodeRequestHandler;
+  });
 
   const mcp = createMcpEndpoint(runtime, {
     logger,

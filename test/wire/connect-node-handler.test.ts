@@ -1,0 +1,153 @@
+import { Code, ConnectError, createClient, createContextValues } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { expect } from "chai";
+import { once } from "node:events";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import net from "node:net";
+import { pino } from "pino";
+import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
+import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { createConnectNodeHandler } from "../../src/server/connect-node-handler.js";
+import { startTestServer } from "../support/test-server.js";
+import { testToolEvents } from "../support/test-tools.js";
+
+/** A server of GetTool alone, with what each of its calls saw, in the order they came. */
+interface GetToolServer {
+  readonly url: string;
+  /** Each call's request signal (what the handler's context signal is linked to), as the router got it. */
+  readonly requestSignals: AbortSignal[];
+  /** Each call's request closing on the server (after the handler heard of it: listeners run first). */
+  readonly requestsClosed: Promise<unknown>[];
+  close(): Promise<void>;
+}
+
+/** Serves a GetTool that answers at once, unless the tool's name is "wait": then when its signal aborts. */
+async function startGetToolServer(): Promise<GetToolServer> {
+  const requestSignals: AbortSignal[] = [];
+  const requestsClosed: Promise<unknown>[] = [];
+  const handler = createConnectNodeHandler({
+    logger: pino({ enabled: false }),
+    contextValues: () => createContextValues(),
+    routes: (router) => {
+      router.service(RegistryService, {
+        getTool: async (request, context) => {
+          if (request.name === "wait")
+            await new Promise((resolve) => context.signal.addEventListener("abort", resolve, { once: true }));
+          return { spec: { name: request.name } };
+        },
+      });
+      router.handlers.forEach((handler: UniversalHandler, index) => {
+        router.handlers[index] = Object.assign((request: UniversalServerRequest) => {
+          requestSignals.push(request.signal);
+          return handler(request);
+        }, handler);
+      });
+    },
+  });
+  const server = http2.createServer((request, response) => {
+    requestsClosed.push(once(request, "close"));
+    handler(request, response);
+  });
+  // The client's session stays open between calls; closing the server ends it.
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (session: http2.ServerHttp2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requestSignals,
+    requestsClosed,
+    close: async () => {
+      server.close();
+      for (const session of sessions) session.destroy();
+      await once(server, "close");
+    },
+  };
+}
+
+describe("The HTTP port's Connect handler", () => {
+  it("leaves a completed call's request signal alone, and aborts a call's request signal as Canceled when its HTTP/2 client resets it", async () => {
+    const server = await startGetToolServer();
+    try {
+      const registry = createClient(
+        RegistryService,
+        createConnectTransport({ baseUrl: server.url, httpVersion: "2", useBinaryFormat: true }),
+      );
+      const response = await registry.getTool({ name: "done" });
+      expect(response.spec?.name).to.equal("done");
+      await server.requestsClosed[0];
+      expect(server.requestSignals[0]?.aborted).to.equal(false);
+
+      const leave = new AbortController();
+      const call = registry.getTool({ name: "wait" }, { signal: leave.signal });
+      while (server.requestSignals.length < 2) await new Promise((resolve) => setImmediate(resolve));
+      leave.abort();
+      const refusal = await call.then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+      expect(refusal?.code).to.equal(Code.Canceled);
+      await server.requestsClosed[1];
+      const signal = server.requestSignals[1];
+      expect(signal?.aborted).to.equal(true);
+      const reason = ConnectError.from(signal?.reason);
+      expect(reason.code).to.equal(Code.Canceled);
+      expect(reason.rawMessage).to.match(/^the client closed the HTTP\/2 stream \(0x8\)$/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  for (const httpVersion of ["1.1", "2"] as const) {
+    it(`cancels the run of an ExecuteTool whose HTTP/${httpVersion} client leaves mid-run`, async () => {
+      const server = await startTestServer();
+      try {
+        const runner = createClient(RunnerService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion }));
+        await runner.activateTool({ toolName: "test.wait_for_cancel" });
+        const leave = new AbortController();
+        const waiting = once(testToolEvents, "waiting");
+        const aborted = once(testToolEvents, "aborted");
+        const call = runner
+          .executeTool({ toolName: "test.wait_for_cancel", inputs: {} }, { signal: leave.signal })
+          .catch((error: unknown) => ConnectError.from(error));
+        await waiting;
+        leave.abort();
+        expect(((await call) as ConnectError).code).to.equal(Code.Canceled);
+        const [, reason] = (await aborted) as [string, string];
+        expect(reason).to.match(/cancel/i);
+      } finally {
+        await server.close(0);
+      }
+    });
+  }
+
+  it("answers 400 to an HTTP/1.0 request that names no authority, and goes on serving", async () => {
+    const server = await startTestServer();
+    try {
+      const { port } = new URL(server.httpUrl);
+      const socket = net.connect(Number(port), "127.0.0.1");
+      await once(socket, "connect");
+      const body = "{}";
+      socket.end(
+        `POST /toolruntime.v1.RegistryService/ListTools HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      );
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      await once(socket, "close");
+      const answer = Buffer.concat(chunks).toString();
+      expect(answer).to.match(/^HTTP\/1\.1 400 /);
+      expect(answer).to.contain("the request names no authority");
+
+      const registry = createClient(RegistryService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
+      const listed = await registry.listTools({});
+      expect(listed.tools.map((tool) => tool.name)).to.include("builtin.echo");
+    } finally {
+      await server.close(0);
+    }
+  });
+});
