@@ -12,6 +12,7 @@ import type http from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "pino";
 import type { NodeRequestHandler } from "./http-listener.js";
+import { noAuthorityMessage, requestUrlOf } from "./request-url.js";
 
 /** What {@link createConnectNodeHandler} serves and how. */
 export interface ConnectNodeHandlerOptions extends ConnectRouterOptions {
@@ -60,7 +61,7 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): No
     const universalRequest = universalRequestOf(request, response, options.contextValues(request));
     if (universalRequest === undefined) {
       response.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
-      response.end("the request names no authority (an HTTP/2 :authority or an HTTP/1.1 Host header)\n");
+      response.end(`${noAuthorityMessage}\n`);
       return;
     }
     handler(universalRequest)
@@ -73,21 +74,14 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): No
   };
 }
 
-/** The universal request connect's handlers take, or undefined when the request names no authority. */
+/** The universal request connect's handlers take, or undefined when the request names no valid authority. */
 function universalRequestOf(
   request: NodeRequest,
   response: NodeResponse,
   contextValues: ContextValues,
 ): UniversalServerRequest | undefined {
-  const authority = "authority" in request ? request.authority : request.headers.host;
-  if (authority === undefined || authority === "") return undefined;
-  const encrypted = "encrypted" in request.socket && request.socket.encrypted === true;
-  let url: string;
-  try {
-    url = new URL(request.url ?? "", `${encrypted ? "https" : "http"}://${authority}`).toString();
-  } catch {
-    return undefined;
-  }
+  const url = requestUrlOf(request);
+  if (url === undefined) return undefined;
   const abortController = new AbortController();
   if ("stream" in request) {
     request.once("close", () => {

@@ -17,6 +17,7 @@ import { readJsonBody } from "./read-json-body.js";
 import { createMcpServerFactory, toAuthInfo } from "./mcp-server-factory.js";
 import { newSessionId, sessionIdHeader } from "./mcp-session-id.js";
 import { takeApprovalAnswer } from "./take-approval-answer.js";
+import { noAuthorityMessage, requestUrlOf } from "../request-url.js";
 
 type Request = IncomingMessage | Http2ServerRequest;
 type Response = ServerResponse | Http2ServerResponse;
@@ -93,6 +94,8 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       }
     });
     if (closing) return answer(response, 503, "the server is shutting down: retry against a running server");
+    // The SDK builds the request's URL from it, and answers 500 when it cannot.
+    if (requestUrlOf(request) === undefined) return answer(response, 400, noAuthorityMessage);
     let caller: Identity;
     const authorization = request.headers.authorization ?? null;
     try {

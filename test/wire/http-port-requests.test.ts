@@ -70,7 +70,7 @@ async function startGetToolServer(): Promise<GetToolServer> {
   };
 }
 
-describe("The HTTP port's Connect handler", () => {
+describe("Requests to the HTTP port (Connect handler, MCP)", () => {
   it("leaves a completed call's request signal alone, and aborts a call's request signal as Canceled when its HTTP/2 client resets it", async () => {
     const server = await startGetToolServer();
     try {
@@ -126,28 +126,46 @@ describe("The HTTP port's Connect handler", () => {
     });
   }
 
-  it("answers 400 to an HTTP/1.0 request that names no authority, and goes on serving", async () => {
+  it("answers 400 to requests that name no valid authority, on Connect and MCP, and goes on serving", async () => {
     const server = await startTestServer();
     try {
-      const { port } = new URL(server.httpUrl);
-      const socket = net.connect(Number(port), "127.0.0.1");
-      await once(socket, "connect");
+      const port = Number(new URL(server.httpUrl).port);
       const body = "{}";
-      socket.end(
+      const cases = [
+        // Without Host, the adapter connect-node ships threw inside the request event and ended the process.
         `POST /toolruntime.v1.RegistryService/ListTools HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
-      );
-      const chunks: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-      await once(socket, "close");
-      const answer = Buffer.concat(chunks).toString();
-      expect(answer).to.match(/^HTTP\/1\.1 400 /);
-      expect(answer).to.contain("the request names no authority");
+        `POST /toolruntime.v1.RegistryService/ListTools HTTP/1.1\r\nhost: [::1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+        // The MCP SDK answered 500 (an internal error) to this.
+        `POST /mcp HTTP/1.1\r\nhost: [::1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+      ];
+      for (const request of cases) {
+        const answer = await exchangeRaw(port, request);
+        expect(answer, request).to.match(/^HTTP\/1\.1 400 /);
+        expect(answer, request).to.contain("the request names no valid authority");
+      }
 
       const registry = createClient(RegistryService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
       const listed = await registry.listTools({});
       expect(listed.tools.map((tool) => tool.name)).to.include("builtin.echo");
+      const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+      const mcpRefusals = metrics
+        .split("\n")
+        .filter((line) => line.startsWith("toolruntime_rpc_requests_total") && line.includes('service="mcp"'));
+      expect(mcpRefusals).to.have.length(1);
+      expect(mcpRefusals[0]).to.contain('code="INVALID_ARGUMENT"').and.match(/ 1$/);
     } finally {
       await server.close(0);
     }
   });
 });
+
+/** Sends `request` as it is on a fresh connection and returns all that comes back until the server closes it. */
+async function exchangeRaw(port: number, request: string): Promise<string> {
+  const socket = net.connect(port, "127.0.0.1");
+  await once(socket, "connect");
+  const chunks: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  socket.write(request);
+  await once(socket, "close");
+  return Buffer.concat(chunks).toString();
+}
