@@ -5,9 +5,15 @@ const maxTime = 8.64e15;
 let cachedSecond = Number.NaN;
 const text = Buffer.alloc(32);
 let textLength = 0;
-/** The millisecond of the last text made, and that text: runs that start or end within one share it. */
+/**
+ * The milliseconds of the last two texts made, and those texts: runs that start or end within one
+ * share it. Two, because a run that ended after a wait asks for its start then its end, and the
+ * runs ending together mostly started together too: with one, every such run made both anew.
+ */
 let lastWhole = Number.NaN;
 let lastText = "";
+let previousWhole = Number.NaN;
+let previousText = "";
 
 /**
  * `new Date(ms).toISOString()`, cheaper: every result's metadata records when its run started and
@@ -23,6 +29,7 @@ export function isoTime(ms: number): string {
   // A result's start and end, and the runs of a busy server, mostly fall in one millisecond: one
   // string for all of them (each retained result holds two).
   if (whole === lastWhole) return lastText;
+  if (whole === previousWhole) return previousText;
   // Out of a Date's range (or NaN): toISOString throws its RangeError.
   if (!(whole >= -maxTime && whole <= maxTime)) return new Date(ms).toISOString();
   const second = Math.floor(whole / 1000);
@@ -36,6 +43,8 @@ export function isoTime(ms: number): string {
   text[at] = 48 + Math.floor(millis / 100);
   text[at + 1] = 48 + (Math.floor(millis / 10) % 10);
   text[at + 2] = 48 + (millis % 10);
+  previousWhole = lastWhole;
+  previousText = lastText;
   lastText = text.toString("latin1", 0, textLength);
   lastWhole = whole;
   return lastText;

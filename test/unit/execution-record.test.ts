@@ -1,4 +1,4 @@
-import { create, toJson } from "@bufbuild/protobuf";
+import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { expect } from "chai";
 import { ExecutionSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
@@ -165,5 +165,31 @@ describe("ExecutionRecord", () => {
     expect(record.cancellation).to.equal(cancellation);
     record.append({ case: "executionStarted", value: { timeoutMs: 10, attempt: 1 } });
     expect(record.events.map((event) => event.event.case)).to.deep.equal(["discovered", "executionStarted"]);
+  });
+
+  it("makes the message create() would make of the same fields, live, finished and decided", () => {
+    const live = newRecord("run-live");
+    live.setState(ExecutionState.RUNNING);
+    const finished = newRecord("run-finished");
+    runToEnd(finished, resultOf(true));
+    const decided = newRecord("run-decided");
+    decided.decision = {
+      approved: false,
+      decidedBy: "reviewer",
+      decidedAt: new Date(1_700_000_000_123),
+      comment: "no",
+    };
+    decided.setState(ExecutionState.FAILED);
+    for (const record of [live, finished, decided]) {
+      const proto = record.toProto();
+      const made = create(ExecutionSchema, {
+        ...proto,
+        ...(proto.approval ? { approval: { ...proto.approval } } : {}),
+      });
+      expect(proto, record.id).to.deep.equal(made);
+      expect(toBinary(ExecutionSchema, proto), record.id).to.deep.equal(toBinary(ExecutionSchema, made));
+    }
+    expect(decided.toProto().approval?.decidedBy).to.equal("reviewer");
+    expect(finished.toProto().result?.success).to.equal(true);
   });
 });

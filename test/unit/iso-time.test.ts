@@ -15,6 +15,8 @@ describe("isoTime()", () => {
     // Runs of nearby times, as results made one after another give: same second, then the next.
     const now = Date.now();
     for (let i = 0; i < 3000; i++) times.push(now + i * 0.7);
+    // The start then the end of runs that each waited about a second, ending one after another.
+    for (let i = 0; i < 3000; i++) times.push(now + i * 0.4, now + 999.5 + i * 0.4 + (i % 3));
     for (const time of times) expect(isoTime(time), String(time)).to.equal(new Date(time).toISOString());
   });
 

@@ -144,7 +144,10 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
         expect(answer, request).to.contain("the request names no valid authority");
       }
 
-      const registry = createClient(RegistryService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
+      const registry = createClient(
+        RegistryService,
+        createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
+      );
       const listed = await registry.listTools({});
       expect(listed.tools.map((tool) => tool.name)).to.include("builtin.echo");
       const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
