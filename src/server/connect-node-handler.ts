@@ -7,7 +7,12 @@ import {
   type ContextValues,
 } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { uResponseNotFound, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
+import {
+  uResponseNotFound,
+  type Compression,
+  type UniversalHandler,
+  type UniversalServerRequest,
+} from "@connectrpc/connect/protocol";
 import type http from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "pino";
@@ -23,6 +28,9 @@ export interface ConnectNodeHandlerOptions extends ConnectRouterOptions {
   /** Where a handler that fails outside the protocol (a bug, not a client's error) is reported. */
   readonly logger: Logger;
 }
+
+/** The compressions the HTTP port accepts unless told otherwise, as connect-node's own adapter. */
+export const defaultHttpCompressions: readonly Compression[] = [compressionGzip, compressionBrotli];
 
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
@@ -42,7 +50,7 @@ type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): NodeRequestHandler {
   const router = createConnectRouter({
     ...options,
-    acceptCompression: options.acceptCompression ?? [compressionGzip, compressionBrotli],
+    acceptCompression: options.acceptCompression ?? [...defaultHttpCompressions],
   });
   options.routes(router);
   const handlers = new Map<string, UniversalHandler>();

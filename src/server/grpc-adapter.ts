@@ -15,6 +15,7 @@ import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import { sendPaced, type CallPacer } from "./call-pacer.js";
 import { toBinaryFast, toFramedBinaryFast } from "../codec/fast-binary.js";
+import { decodeFailureReason } from "../codec/decode-failure.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
@@ -399,8 +400,10 @@ function decode(schema: DescMessage, bytes: Buffer): unknown {
   try {
     return fromBinaryFast(schema, bytes, { recursionLimit: protobufRecursionLimit });
   } catch (error) {
-    const reason = error instanceof RangeError ? "it is nested too deeply" : (error as Error).message;
-    throw new ConnectError(`request is not a valid ${schema.typeName} message: ${reason}`, Code.InvalidArgument);
+    throw new ConnectError(
+      `request is not a valid ${schema.typeName} message: ${decodeFailureReason(error)}`,
+      Code.InvalidArgument,
+    );
   }
 }
 

@@ -3,10 +3,12 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import {
   encodeEnvelope,
   transformSplitEnvelope,
+  type Compression,
   type UniversalHandler,
   type UniversalServerRequest,
 } from "@connectrpc/connect/protocol";
 import { pino } from "pino";
+import { decodeFailureReason } from "../codec/decode-failure.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
@@ -24,9 +26,17 @@ const compressedFlag = 0x01;
  * first: a frame (gRPC, gRPC-Web, Connect streaming) whose flags are other than 0x00 or 0x01
  * (compressed) is refused, and an uncompressed binary message that does not decode is refused with
  * the same message as on the gRPC port; what passes is handed on unchanged. Binary messages are
- * thus decoded twice. Call after every service is added to `router`.
+ * thus decoded twice; compressed ones (`compressions`: what the router accepts) are decompressed
+ * for the check too, and one that does not decompress is handed on for connect-node to refuse.
+ * Call after every service is added to `router`.
  */
-export function checkRequests(router: ConnectRouter, readMaxBytes: number): void {
+export function checkRequests(router: ConnectRouter, readMaxBytes: number, compressions: readonly Compression[]): void {
+  // The compression a request names, undefined for none; null for one the router does not accept
+  // (it refuses the request itself).
+  const compressionOf = (name: string | null): Compression | undefined | null =>
+    name === null || name === "" || name === "identity"
+      ? undefined
+      : (compressions.find((compression) => compression.name === name) ?? null);
   const handlers = router.handlers;
   for (let index = 0; index < handlers.length; index += 1) {
     const handler = handlers[index] as UniversalHandler;
@@ -36,9 +46,20 @@ export function checkRequests(router: ConnectRouter, readMaxBytes: number): void
       const contentType = request.header.get("content-type") ?? "";
       const framed = /^application\/(grpc|grpc-web|connect)(\+|;|$)/.test(contentType);
       const binary = !/^application\/(grpc-web\+json|grpc\+json|connect\+json|json)/.test(contentType);
-      if (framed) return handler({ ...request, body: checkFrames(body, handler.method, binary, readMaxBytes) });
-      if (contentType.startsWith("application/proto"))
-        return handler({ ...request, body: checkUnary(body, handler.method, readMaxBytes) });
+      if (framed) {
+        // Connect streaming names its compression in connect-content-encoding, gRPC and gRPC-Web in grpc-encoding.
+        const compression = compressionOf(
+          request.header.get(
+            contentType.startsWith("application/connect") ? "connect-content-encoding" : "grpc-encoding",
+          ),
+        );
+        return handler({ ...request, body: checkFrames(body, handler.method, binary, readMaxBytes, compression) });
+      }
+      if (contentType.startsWith("application/proto")) {
+        const compression = compressionOf(request.header.get("content-encoding"));
+        if (compression === null) return handler(request);
+        return handler({ ...request, body: checkUnary(body, handler.method, readMaxBytes, compression) });
+      }
       return handler(request);
     };
     handlers[index] = Object.assign(checked, {
@@ -61,6 +82,7 @@ async function* checkFrames(
   method: DescMethod,
   binary: boolean,
   readMaxBytes: number,
+  compression: Compression | undefined | null,
 ): AsyncGenerator<Uint8Array> {
   for await (const { flags, data } of transformSplitEnvelope(readMaxBytes)(body)) {
     if ((flags & ~compressedFlag) !== 0) {
@@ -72,6 +94,7 @@ async function* checkFrames(
       );
     }
     if (binary && flags === 0) checkMessage(method, data);
+    else if (binary && compression) await checkCompressedMessage(method, data, compression, readMaxBytes);
     yield encodeEnvelope(flags, data);
   }
 }
@@ -80,6 +103,7 @@ async function* checkUnary(
   body: AsyncIterable<Uint8Array>,
   method: DescMethod,
   readMaxBytes: number,
+  compression: Compression | undefined,
 ): AsyncGenerator<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let length = 0;
@@ -90,8 +114,31 @@ async function* checkUnary(
     if (length > readMaxBytes) break;
   }
   const message = Buffer.concat(chunks);
-  if (length <= readMaxBytes) checkMessage(method, message);
+  if (length <= readMaxBytes) {
+    if (compression) await checkCompressedMessage(method, message, compression, readMaxBytes);
+    else checkMessage(method, message);
+  }
   yield message;
+}
+
+/**
+ * Checks a compressed message once decompressed. One that does not decompress (or is too large
+ * once decompressed) is left alone: connect-node decompresses it again and refuses it with its
+ * own precise error.
+ */
+async function checkCompressedMessage(
+  method: DescMethod,
+  bytes: Uint8Array,
+  compression: Compression,
+  readMaxBytes: number,
+): Promise<void> {
+  let message: Uint8Array;
+  try {
+    message = await compression.decompress(bytes, readMaxBytes);
+  } catch {
+    return;
+  }
+  checkMessage(method, message);
 }
 
 function checkMessage(method: DescMethod, bytes: Uint8Array): void {
@@ -99,7 +146,9 @@ function checkMessage(method: DescMethod, bytes: Uint8Array): void {
     // The gRPC port's decoder: the same refusals, with protobuf-es's own messages, at a fraction of the cost.
     fromBinaryFast(method.input, bytes, { recursionLimit: protobufRecursionLimit, readUnknownFields: false });
   } catch (error) {
-    const reason = error instanceof RangeError ? "it is nested too deeply" : (error as Error).message;
-    throw toConnectError(invalidRequest(`request is not a valid ${method.input.typeName} message: ${reason}`), silent);
+    throw toConnectError(
+      invalidRequest(`request is not a valid ${method.input.typeName} message: ${decodeFailureReason(error)}`),
+      silent,
+    );
   }
 }

@@ -16,7 +16,7 @@ import { createCallLimiter } from "./call-limiter.js";
 import { createCallPacer } from "./call-pacer.js";
 import { wrapService } from "./call-pipeline.js";
 import { binaryResponsesInterceptor } from "./connect-binary-responses.js";
-import { createConnectNodeHandler } from "./connect-node-handler.js";
+import { createConnectNodeHandler, defaultHttpCompressions } from "./connect-node-handler.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./connection-options.js";
 import { ensureSafeBind } from "./bind-safety.js";
 import { addServiceToGrpcServer } from "./grpc-adapter.js";
@@ -212,7 +212,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       router.service(RunnerService, runner);
       router.service(ExecutionService, execution);
       router.service(ProviderService, provider);
-      checkRequests(router, connection.maxMessageBytes);
+      checkRequests(router, connection.maxMessageBytes, defaultHttpCompressions);
     },
     readMaxBytes: connection.maxMessageBytes,
     writeMaxBytes: connection.maxMessageBytes,

@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { Client as GrpcClient, credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { expect } from "chai";
 import http2 from "node:http2";
+import zlib from "node:zlib";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { clientStackNames, createClientStack } from "../support/client-stacks.js";
 import { expectToolError } from "../support/expect-error.js";
@@ -139,9 +140,52 @@ describe("Protocol errors over the wire", () => {
       expect(answer).to.include({ httpStatus: 400, code: "invalid_argument" });
       expect(answer.message.startsWith(notDecodable(methods[0].input)), answer.message).to.equal(true);
     });
+    // GetToolRequest { name: "builtin.echo" }, and the same with a length that runs past the end.
+    const validGetTool = Buffer.concat([Buffer.from([0x12, 12]), Buffer.from("builtin.echo")]);
+    const truncated = Buffer.from([0x12, 0x05, 0x61]);
+    const compressions = [
+      { name: "gzip", compress: (bytes: Buffer) => zlib.gzipSync(bytes) },
+      { name: "br", compress: (bytes: Buffer) => zlib.brotliCompressSync(bytes) },
+    ] as const;
+    for (const { name, compress } of compressions) {
+      it(`checks a ${name}-compressed Connect binary unary request once decompressed: valid is served, undecodable refused`, async () => {
+        const headers = { "content-encoding": name };
+        const served = await rawHttp(
+          server.httpUrl,
+          methods[0].path,
+          "application/proto",
+          compress(validGetTool),
+          headers,
+        );
+        expect(served.httpStatus).to.equal(200);
+        const refused = await rawHttp(
+          server.httpUrl,
+          methods[0].path,
+          "application/proto",
+          compress(undecodable),
+          headers,
+        );
+        expect(refused).to.include({ httpStatus: 400, code: "invalid_argument" });
+        expect(refused.message).to.equal(`${notDecodable(methods[0].input)}illegal tag: field no 1 wire type 7`);
+      });
+    }
+    it("says a truncated message is truncated, on both ports", async () => {
+      const expected = `${notDecodable(methods[0].input)}it is truncated: a field runs past the end of the message (premature EOF)`;
+      const overGrpc = await rawGrpc(server.grpcAddress, methods[0].path, frame(0, truncated));
+      expect(overGrpc).to.deep.equal({ status: "3", message: expected });
+      const overConnect = await rawHttp(server.httpUrl, methods[0].path, "application/proto", truncated);
+      expect(overConnect).to.include({ httpStatus: 400, code: "invalid_argument", message: expected });
+    });
     for (const method of methods) {
       for (const { protocol, contentType } of cases) {
         if (protocol === "Connect streaming" && method.kind === "unary") continue;
+        it(`answers INVALID_ARGUMENT to undecodable gzip-compressed protobuf over ${protocol} (${method.kind} method)`, async () => {
+          const encoding = protocol === "Connect streaming" ? "connect-content-encoding" : "grpc-encoding";
+          const body = frame(1, zlib.gzipSync(undecodable));
+          const answer = await rawHttp(server.httpUrl, method.path, contentType, body, { [encoding]: "gzip" });
+          expect(answer.code).to.be.oneOf(["3", "invalid_argument"]);
+          expect(answer.message.startsWith(notDecodable(method.input)), answer.message).to.equal(true);
+        });
         it(`answers INVALID_ARGUMENT to undecodable protobuf over ${protocol} (${method.kind} method)`, async () => {
           const answer = await rawHttp(server.httpUrl, method.path, contentType, frame(0, undecodable));
           expect(answer.code).to.be.oneOf(["3", "invalid_argument"]);
@@ -235,10 +279,17 @@ async function rawHttp(
   path: string,
   contentType: string,
   body: Buffer,
+  extraHeaders: http2.OutgoingHttpHeaders = {},
 ): Promise<{ httpStatus: number; code: string; message: string }> {
   const session = http2.connect(baseUrl);
   try {
-    const stream = session.request({ ":method": "POST", ":path": path, "content-type": contentType, te: "trailers" });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": contentType,
+      te: "trailers",
+      ...extraHeaders,
+    });
     const answer = new Promise<{ httpStatus: number; headers: http2.IncomingHttpHeaders; body: Buffer }>(
       (resolve, reject) => {
         let headers: http2.IncomingHttpHeaders = {};
@@ -285,6 +336,8 @@ async function rawHttp(
       };
       return { httpStatus, code: end.error?.code ?? "", message: end.error?.message ?? "" };
     }
+    // A Connect unary success is the response message itself; only an error is JSON.
+    if (!String(headers["content-type"]).startsWith("application/json")) return { httpStatus, code: "", message: "" };
     const error = JSON.parse(received.toString()) as { code: string; message: string };
     return { httpStatus, code: error.code, message: error.message };
   } finally {
