@@ -6,6 +6,7 @@ import type { ConnectionOptions } from "./connection-options.js";
 import { serveConsoleAsset } from "./console-assets.js";
 import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
+import { toOriginForm } from "./request-url.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
 import type { TlsMaterial } from "./tls-config.js";
 
@@ -64,6 +65,11 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       requestsInFlight -= 1;
       if (closing && requestsInFlight === 0) markDrained();
     });
+    if (!toOriginForm(request)) {
+      response.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
+      response.end("the request target is not a valid URL\n");
+      return;
+    }
     // The web console's static files (/console/); everything else goes to the RPC handler.
     if (!serveConsoleAsset(request, response)) handleWithCors(request, response);
   };

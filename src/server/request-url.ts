@@ -23,3 +23,23 @@ export function requestUrlOf(request: http.IncomingMessage | http2.Http2ServerRe
 /** What a request that names no valid authority is told, with its 400. */
 export const noAuthorityMessage =
   "the request names no valid authority: send an HTTP/1.1 Host header or an HTTP/2 :authority, such as 127.0.0.1:8080";
+
+/**
+ * Rewrites an HTTP/1.1 request in absolute form (`POST http://host:port/path HTTP/1.1`, which RFC
+ * 9112 §3.2.2 says a server must accept) to the origin form every route matches (`/path`), its
+ * authority taking the Host header's place, as the RFC asks. Returns false when the target is in
+ * absolute form but not a valid http or https URL. Other requests are left alone.
+ */
+export function toOriginForm(request: http.IncomingMessage | http2.Http2ServerRequest): boolean {
+  const target = request.url ?? "";
+  if (target.startsWith("/") || !/^https?:\/\//i.test(target)) return true;
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return false;
+  }
+  request.url = `${url.pathname}${url.search}`;
+  request.headers.host = url.host;
+  return true;
+}

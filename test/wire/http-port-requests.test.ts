@@ -160,6 +160,30 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
       await server.close(0);
     }
   });
+
+  it("serves HTTP/1.1 requests whose target is in absolute form, and answers 400 to one that is no URL", async () => {
+    const server = await startTestServer();
+    try {
+      const port = Number(new URL(server.httpUrl).port);
+      const origin = `http://127.0.0.1:${port}`;
+      const listTools = await exchangeRaw(
+        port,
+        `POST ${origin}/toolruntime.v1.RegistryService/ListTools HTTP/1.1\r\nhost: elsewhere\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
+      );
+      expect(listTools).to.match(/^HTTP\/1\.1 200 /);
+      expect(listTools).to.contain('"name":"builtin.echo"');
+      const healthz = await exchangeRaw(port, `GET ${origin}/healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+      expect(healthz).to.match(/^HTTP\/1\.1 200 /);
+      const broken = await exchangeRaw(
+        port,
+        `GET http://[::1/healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`,
+      );
+      expect(broken).to.match(/^HTTP\/1\.1 400 /);
+      expect(broken).to.contain("the request target is not a valid URL");
+    } finally {
+      await server.close(0);
+    }
+  });
 });
 
 /** Sends `request` as it is on a fresh connection and returns all that comes back until the server closes it. */

@@ -356,6 +356,28 @@ describe("MCP gateway without a client library", () => {
     expect(list.headers.get("mcp-session-id")).to.equal(null);
   });
 
+  it("answers a malformed initialize with -32602 Invalid params and 400, without a session id", async () => {
+    const malformed = [
+      { jsonrpc: "2.0", id: 1, method: "initialize" },
+      { jsonrpc: "2.0", id: "a", method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {} } },
+      {
+        jsonrpc: "2.0",
+        id: 3,
+        method: "initialize",
+        params: { protocolVersion: 5, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+      },
+    ];
+    for (const body of malformed) {
+      const response = await post(body);
+      expect(response.status, JSON.stringify(body)).to.equal(400);
+      expect(response.headers.get("mcp-session-id")).to.equal(null);
+      const answer = (await response.json()) as { error: { code: number; message: string }; id: unknown };
+      expect(answer.id).to.equal(body.id);
+      expect(answer.error.code).to.equal(-32602);
+      expect(answer.error.message).to.match(/^Invalid params: initialize takes params with protocolVersion/);
+    }
+  });
+
   it("answers a body over the message limit with 413 before the SDK sees it", async () => {
     const response = await post({
       jsonrpc: "2.0",

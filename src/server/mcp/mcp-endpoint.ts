@@ -1,4 +1,4 @@
-import { createMcpHandler } from "@modelcontextprotocol/server";
+import { createMcpHandler, isInitializeRequest } from "@modelcontextprotocol/server";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { Readable } from "node:stream";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -18,6 +18,18 @@ import { createMcpServerFactory, toAuthInfo } from "./mcp-server-factory.js";
 import { newSessionId, sessionIdHeader } from "./mcp-session-id.js";
 import { takeApprovalAnswer } from "./take-approval-answer.js";
 import { noAuthorityMessage, requestUrlOf } from "../request-url.js";
+
+/** The JSON-RPC error of an initialize request whose params are not what MCP asks for. */
+const invalidInitialize = {
+  code: -32602,
+  message:
+    "Invalid params: initialize takes params with protocolVersion (a string), capabilities (an object) and clientInfo (an object with name and version)",
+};
+
+/** A request's JSON-RPC id as the answer repeats it: null unless it is a string or a number. */
+function jsonRpcIdOf(id: unknown): string | number | null {
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
 
 type Request = IncomingMessage | Http2ServerRequest;
 type Response = ServerResponse | Http2ServerResponse;
@@ -147,6 +159,12 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       }
       response.writeHead(reply.status, { "content-type": "application/json" });
       response.end(JSON.stringify({ jsonrpc: "2.0", error: reply.error, id: null }));
+      return;
+    }
+    // The SDK answers a malformed initialize with an internal error (-32603) and a zod dump.
+    if (message?.method === "initialize" && !isInitializeRequest(message)) {
+      response.writeHead(400, { "content-type": "application/json" });
+      response.end(JSON.stringify({ jsonrpc: "2.0", error: invalidInitialize, id: jsonRpcIdOf(message.id) }));
       return;
     }
     const initializing = message?.method === "initialize" && sessionId === undefined;
