@@ -16,8 +16,14 @@ import {
 import type http from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "pino";
-import type { NodeRequestHandler } from "./http-listener.js";
+import type { BodyAwareHandler } from "./http-call-limit.js";
 import { noAuthorityMessage, requestUrlOf } from "./request-url.js";
+
+/** The HTTP port's RPC handler: it may be given a request's body read already (see withCallLimit). */
+export type ConnectNodeHandler = BodyAwareHandler & {
+  /** Whether the call a request to `url` makes takes exactly one message (unary, server-streaming). */
+  readonly takesOneMessage: (url: string) => boolean;
+};
 
 /** What {@link createConnectNodeHandler} serves and how. */
 export interface ConnectNodeHandlerOptions extends ConnectRouterOptions {
@@ -47,7 +53,7 @@ type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
  *   chunks itself, with the same errors and the same end.
  * Paths no handler serves get 404, as there.
  */
-export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): NodeRequestHandler {
+export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): ConnectNodeHandler {
   const router = createConnectRouter({
     ...options,
     acceptCompression: options.acceptCompression ?? [...defaultHttpCompressions],
@@ -57,16 +63,18 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): No
   for (const handler of router.handlers) handlers.set(handler.requestPath, handler);
   const logger = options.logger;
 
-  return (request, response) => {
-    const url = request.url ?? "";
+  const handlerOf = (url: string): UniversalHandler | undefined => {
     const query = url.indexOf("?");
-    const handler = handlers.get(query < 0 ? url : url.slice(0, query));
+    return handlers.get(query < 0 ? url : url.slice(0, query));
+  };
+  const handle: BodyAwareHandler = (request, response, body) => {
+    const handler = handlerOf(request.url ?? "");
     if (handler === undefined) {
       response.writeHead(uResponseNotFound.status);
       response.end();
       return;
     }
-    const universalRequest = universalRequestOf(request, response, options.contextValues(request));
+    const universalRequest = universalRequestOf(request, response, options.contextValues(request), body);
     if (universalRequest === undefined) {
       response.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
       response.end(`${noAuthorityMessage}\n`);
@@ -80,6 +88,12 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): No
         logger.error({ err: reason, procedure: handler.requestPath }, "the HTTP port's handler failed");
       });
   };
+  return Object.assign(handle, {
+    takesOneMessage: (url: string): boolean => {
+      const kind = handlerOf(url)?.method.methodKind;
+      return kind === "unary" || kind === "server_streaming";
+    },
+  });
 }
 
 /** The universal request connect's handlers take, or undefined when the request names no valid authority. */
@@ -87,6 +101,7 @@ function universalRequestOf(
   request: NodeRequest,
   response: NodeResponse,
   contextValues: ContextValues,
+  body: AsyncIterable<Uint8Array> | undefined,
 ): UniversalServerRequest | undefined {
   const url = requestUrlOf(request);
   if (url === undefined) return undefined;
@@ -110,7 +125,7 @@ function universalRequestOf(
     method: request.method ?? "",
     url,
     header: webHeadersOf(request.headers),
-    body: request as AsyncIterable<Uint8Array>,
+    body: body ?? (request as AsyncIterable<Uint8Array>),
     signal: abortController.signal,
     contextValues,
   };

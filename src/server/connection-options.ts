@@ -18,7 +18,8 @@ export interface ConnectionOptions {
    * Most RPCs in flight in the whole server, both ports and every protocol together (health checks,
    * reflection and the plain-HTTP endpoints excepted); calls beyond it are refused at once with
    * RESOURCE_EXHAUSTED. Long-lived streams (RunTool, WatchExecution, provider streams) count while
-   * they last. Default 4,096.
+   * they last. A call that takes one message counts from when that message has arrived whole (a
+   * client that withholds its body holds a connection, not a slot). Default 4,096.
    */
   readonly maxCallsInFlight: number;
   /** Most open connections per port; connections beyond it are closed as they arrive. Default 4,096. */

@@ -1,5 +1,5 @@
 import type { ConnectError } from "@connectrpc/connect";
-import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, encodeEnvelope } from "@connectrpc/connect/protocol";
 import {
   codeToHttpStatus,
   endStreamFlag,
@@ -18,21 +18,46 @@ interface PreparedResponse {
   readonly body: Uint8Array;
 }
 
+/** What {@link withCallLimit} needs to know of the calls it admits. */
+export interface CallLimitOptions {
+  /** Starts admitted calls with a bounded amount of work per turn of the event loop; at once when absent. */
+  readonly pacer?: CallPacer | undefined;
+  /** Whether the call a request makes takes exactly one message (unary, server-streaming), by its URL. */
+  readonly takesOneMessage: (url: string) => boolean;
+  /**
+   * Bytes of body read before admitting such a call; a longer body is admitted at once and handed
+   * on whole for the handler to refuse by its own limit.
+   */
+  readonly maxBodyBytes: number;
+}
+
+/** A request handler that may be given the request's body, read already. */
+export type BodyAwareHandler = (
+  request: Parameters<NodeRequestHandler>[0],
+  response: Parameters<NodeRequestHandler>[1],
+  body?: AsyncIterable<Uint8Array>,
+) => void;
+
 /**
  * Puts the server-wide bound on calls in flight in front of the RPC handler of the HTTP port. A
- * call beyond it is answered at once, before its body is read or connect-node sees it, with the
- * limiter's RESOURCE_EXHAUSTED in the form its protocol expects (content type decides): a gRPC or
- * gRPC-Web trailers-only response, a Connect end-of-stream message, or a Connect unary error.
- * An admitted call reaches `handler` when `pacer` lets it (at once without one); one whose client
- * left meanwhile never does.
+ * call that takes one message is admitted once its request body is complete, as on the gRPC port
+ * (grpc-js runs a unary handler once its message arrived): a client that sends its headers and
+ * then trickles or withholds the body holds a connection, never one of the server's call slots.
+ * The body read is handed to `handler`. A call whose requests stream (a provider's) is admitted
+ * at once. A call beyond the bound is answered without reaching connect-node, with the limiter's
+ * RESOURCE_EXHAUSTED in the form its protocol expects (content type decides): a gRPC or gRPC-Web
+ * trailers-only response, a Connect end-of-stream message, or a Connect unary error. An admitted
+ * call reaches `handler` when the pacer lets it (at once without one); one whose client left
+ * meanwhile never does.
  */
 export function withCallLimit(
-  handler: NodeRequestHandler,
+  handler: BodyAwareHandler,
   limiter: CallLimiter,
-  pacer?: CallPacer,
+  options: CallLimitOptions,
 ): NodeRequestHandler {
   const refusals = prepareRefusals(limiter.refusal);
-  return (request, response) => {
+  const pacer = options.pacer;
+  const admit: BodyAwareHandler = (request, response, body) => {
     if (!limiter.tryAcquire()) {
       const refusal = refusals(request.headers["content-type"] ?? "");
       response.writeHead(refusal.status, refusal.headers);
@@ -44,13 +69,67 @@ export function withCallLimit(
       closed = true;
       limiter.release();
     });
-    if (!pacer) handler(request, response);
+    if (!pacer) handler(request, response, body);
     else
       pacer.run(
-        () => closed || handler(request, response),
+        () => closed || handler(request, response, body),
         () => request.socket,
       );
   };
+  return (request, response) => {
+    if (!options.takesOneMessage(request.url ?? "")) {
+      admit(request, response);
+      return;
+    }
+    // A response that closed before admission takes no slot (its "close" would never give it back).
+    let gone = false;
+    const onGone = (): void => {
+      gone = true;
+    };
+    response.once("close", onGone);
+    void readBody(request, options.maxBodyBytes).then((body) => {
+      response.off("close", onGone);
+      if (gone) return;
+      if (body !== undefined) admit(request, response, body);
+      // The request failed while its body was read: there is no call to answer.
+      else response.destroy();
+    });
+  };
+}
+
+/**
+ * Reads a request's body, up to `maxBytes`: the chunks read, or, for a longer body, those chunks
+ * followed by the rest of the request as it comes; undefined when the request fails meanwhile.
+ */
+async function readBody(
+  request: AsyncIterable<unknown>,
+  maxBytes: number,
+): Promise<AsyncIterable<Uint8Array> | undefined> {
+  const iterator = request[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done === true) return createAsyncIterable(chunks);
+      chunks.push(next.value);
+      length += next.value.byteLength;
+      if (length > maxBytes) return readThen(chunks, iterator);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** The chunks read already, then the rest of the iterator's. */
+async function* readThen(chunks: readonly Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks;
+    for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+  } finally {
+    // A reader that stops early (at its own limit) ends the request's reading, as it would have.
+    await rest.return?.();
+  }
 }
 
 function prepareRefusals(error: ConnectError): (contentType: string) => PreparedResponse {

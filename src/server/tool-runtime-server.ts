@@ -247,7 +247,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       http = await listenHttp(
         { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins, mcp: mcp.handle },
         withOperationalEndpoints(
-          withCallLimit(connectHandler, limiter, pacer),
+          withCallLimit(connectHandler, limiter, {
+            pacer,
+            takesOneMessage: connectHandler.takesOneMessage,
+            // A message's bytes with room for framing, base64 (gRPC-Web text) and JSON's expansion.
+            maxBodyBytes: Math.ceil((connection.maxMessageBytes * 4) / 3) + 1024,
+          }),
           health,
           metrics.registry,
           createMetricsGate(authenticate, identities.length > 0),

@@ -6,6 +6,7 @@ import { protoPath as healthProtoPath } from "grpc-health-check";
 import { once, setMaxListeners } from "node:events";
 import http2 from "node:http2";
 import net from "node:net";
+import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { expectToolError } from "../support/expect-error.js";
@@ -78,6 +79,50 @@ describe("Load shedding over the wire", () => {
       await flood.release();
     }
   }
+
+  it("takes no call slot for a call whose request body has not all arrived, so others are served on both ports", async () => {
+    const slots = 3;
+    const small = await startTestServer({ connection: { maxCallsInFlight: slots } });
+    const session = http2.connect(small.httpUrl);
+    const grpcJs = createGrpcJsClient(RegistryService, small.grpcAddress);
+    try {
+      // As many calls as there are slots, each sending its headers and one byte of the 100 it announces.
+      const withheld = Array.from({ length: slots }, () => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/toolruntime.v1.RegistryService/ListTools",
+          "content-type": "application/json",
+          "content-length": "100",
+        });
+        stream.on("error", () => undefined);
+        stream.write("{");
+        return stream;
+      });
+      // On the same connection, so the server has taken in the calls above first.
+      const complete = session.request({
+        ":method": "POST",
+        ":path": "/toolruntime.v1.RegistryService/ListTools",
+        "content-type": "application/json",
+      });
+      const chunks: Buffer[] = [];
+      complete.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const responded = once(complete, "response") as Promise<[http2.IncomingHttpHeaders]>;
+      const ended = once(complete, "end");
+      complete.end("{}");
+      const [headers] = await responded;
+      await ended;
+      expect(headers[":status"]).to.equal(200);
+      expect(Buffer.concat(chunks).toString()).to.contain('"name":"builtin.echo"');
+      // The limit is the server's, both ports': the gRPC port has its slots too.
+      const listed = await grpcJs.client.listTools({});
+      expect(listed.tools.map((tool) => tool.name)).to.include("builtin.echo");
+      for (const stream of withheld) stream.close(http2.constants.NGHTTP2_CANCEL);
+    } finally {
+      grpcJs.close();
+      session.destroy();
+      await small.close(0);
+    }
+  });
 
   it("advertises at most 100 concurrent streams per HTTP/2 connection on both ports by default", async () => {
     for (const url of [server.httpUrl, `http://${server.grpcAddress}`]) {
