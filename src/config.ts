@@ -123,7 +123,7 @@ const options: readonly OptionSpec[] = [
     fallback: defaultConnectionOptions.keepaliveTimeMs,
     min: 1000,
     max: day,
-    text: "interval of keepalive pings on quiet gRPC connections",
+    text: "interval of keepalive pings on quiet HTTP/2 connections (both ports)",
   },
   {
     key: "keepaliveTimeoutMs",

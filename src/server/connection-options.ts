@@ -4,7 +4,7 @@ export interface ConnectionOptions {
   readonly maxMessageBytes: number;
   /** Most concurrent streams (calls) per HTTP/2 connection. Default 100 (RFC 9113's recommended minimum). */
   readonly maxConcurrentStreams: number;
-  /** Interval of keepalive pings the gRPC port sends on a quiet connection, in ms. Default 60,000. */
+  /** Quiet time after which either port pings an HTTP/2 connection to see that it is alive, in ms. Default 60,000. */
   readonly keepaliveTimeMs: number;
   /** Time a keepalive ping may go unanswered before the connection is closed, in ms. Default 20,000. */
   readonly keepaliveTimeoutMs: number;

@@ -6,6 +6,7 @@ import type { ConnectionOptions } from "./connection-options.js";
 import { serveConsoleAsset } from "./console-assets.js";
 import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
+import { watchHttp2Session } from "./http2-session-watch.js";
 import { toOriginForm } from "./request-url.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
 import type { TlsMaterial } from "./tls-config.js";
@@ -134,11 +135,16 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       routeByPreface(socket, http1, h2);
     });
   }
+  const sessionWatch = {
+    keepaliveTimeMs: options.connection.keepaliveTimeMs,
+    keepaliveTimeoutMs: options.connection.keepaliveTimeoutMs,
+    maxIdleMs: options.connection.maxConnectionIdleMs,
+  };
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    watchHttp2Session(session, sessionWatch);
   });
-  if (options.connection.maxConnectionIdleMs > 0) h2.setTimeout(options.connection.maxConnectionIdleMs);
   // Connections beyond the bound are closed by Node as they arrive.
   server.maxConnections = options.connection.maxConnections;
 

@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { createConnectNodeHandler } from "../../src/server/connect-node-handler.js";
+import { defaultConnectionOptions } from "../../src/server/connection-options.js";
 import { startTestServer } from "../support/test-server.js";
 import { testToolEvents } from "../support/test-tools.js";
 
@@ -184,6 +185,57 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
       await server.close(0);
     }
   });
+
+  it("ends an HTTP/2 connection that broke the protocol and went silent, so it holds no connection slot", async () => {
+    const server = await startTestServer({
+      connection: { ...defaultConnectionOptions, keepaliveTimeMs: 100, keepaliveTimeoutMs: 100, maxConnections: 1 },
+    });
+    try {
+      const port = Number(new URL(server.httpUrl).port);
+      const socket = net.connect(port, "127.0.0.1");
+      await once(socket, "connect");
+      socket.on("error", () => undefined);
+      const headers = literalHeaders([
+        [":method", "POST"],
+        [":scheme", "http"],
+        [":authority", `127.0.0.1:${port}`],
+        [":path", "/toolruntime.v1.RegistryService/ListTools"],
+        ["content-type", "application/json"],
+      ]);
+      socket.write(
+        Buffer.concat([
+          Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+          frame(0x4, 0, 0, Buffer.alloc(0)),
+          frame(0x1, 0x4, 1, headers),
+          // DATA larger than the 16 KiB frame size both sides start with: a connection error.
+          frame(0x0, 0, 1, Buffer.alloc(20_000)),
+        ]),
+      );
+      // The server answers with GOAWAY (FRAME_SIZE_ERROR) and reads no more; the client then vanishes.
+      await new Promise<void>((resolve) => {
+        let received = Buffer.alloc(0);
+        socket.on("data", (data: Buffer) => {
+          received = Buffer.concat([received, data]);
+          for (let at = 0; at + 9 <= received.length; at += 9 + received.readUIntBE(at, 3)) {
+            if (received[at + 3] === 0x7) resolve();
+          }
+        });
+      });
+      socket.destroy();
+      // With its only connection slot held, the port closes every new connection as it arrives.
+      const deadline = performance.now() + 5_000;
+      let status = 0;
+      while (status !== 200 && performance.now() < deadline) {
+        status = await fetch(`${server.httpUrl}/healthz`).then(
+          (response) => response.status,
+          () => 0,
+        );
+      }
+      expect(status).to.equal(200);
+    } finally {
+      await server.close(0);
+    }
+  });
 });
 
 /** Sends `request` as it is on a fresh connection and returns all that comes back until the server closes it. */
@@ -195,4 +247,26 @@ async function exchangeRaw(port: number, request: string): Promise<string> {
   socket.write(request);
   await once(socket, "close");
   return Buffer.concat(chunks).toString();
+}
+
+/** An HTTP/2 frame. */
+function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(9);
+  header.writeUIntBE(payload.length, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(streamId, 5);
+  return Buffer.concat([header, payload]);
+}
+
+/** A header block of literal fields without indexing, names and values under 127 bytes (RFC 7541 §6.2.2). */
+function literalHeaders(fields: readonly (readonly [string, string])[]): Buffer {
+  return Buffer.concat(
+    fields.flatMap(([name, value]) => [
+      Buffer.from([0x00, name.length]),
+      Buffer.from(name),
+      Buffer.from([value.length]),
+      Buffer.from(value),
+    ]),
+  );
 }
