@@ -153,7 +153,7 @@ function closedStreamError(rstCode: number): ConnectError {
       return new ConnectError(`the HTTP/2 stream was closed with ENHANCE_YOUR_CALM (${hex})`, Code.ResourceExhausted);
     case http2.constants.NGHTTP2_NO_ERROR:
     case http2.constants.NGHTTP2_CANCEL:
-      return new ConnectError(`the client closed the HTTP/2 stream (${hex})`, Code.Canceled);
+      return new ConnectError(`the HTTP/2 stream was closed before the response ended (${hex})`, Code.Canceled);
     default:
       return new ConnectError(`the HTTP/2 stream closed with error code ${hex}`, Code.Internal);
   }

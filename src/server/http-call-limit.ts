@@ -57,11 +57,17 @@ export function withCallLimit(
 ): NodeRequestHandler {
   const refusals = prepareRefusals(limiter.refusal);
   const pacer = options.pacer;
-  const admit: BodyAwareHandler = (request, response, body) => {
+  const admit = (
+    request: Parameters<NodeRequestHandler>[0],
+    response: Parameters<NodeRequestHandler>[1],
+    body?: ReadBody,
+  ): void => {
     if (!limiter.tryAcquire()) {
       const refusal = refusals(request.headers["content-type"] ?? "");
       response.writeHead(refusal.status, refusal.headers);
       response.end(refusal.body);
+      // A body left half read would stall the connection (Node drains only bodies nobody read).
+      if (body?.complete === false) request.destroy();
       return;
     }
     let closed = false;
@@ -69,10 +75,10 @@ export function withCallLimit(
       closed = true;
       limiter.release();
     });
-    if (!pacer) handler(request, response, body);
+    if (!pacer) handler(request, response, body?.chunks);
     else
       pacer.run(
-        () => closed || handler(request, response, body),
+        () => closed || handler(request, response, body?.chunks),
         () => request.socket,
       );
   };
@@ -97,24 +103,27 @@ export function withCallLimit(
   };
 }
 
+/** A request body read before admission: all of it, or its first chunks then the rest as it comes. */
+interface ReadBody {
+  readonly chunks: AsyncIterable<Uint8Array>;
+  readonly complete: boolean;
+}
+
 /**
  * Reads a request's body, up to `maxBytes`: the chunks read, or, for a longer body, those chunks
  * followed by the rest of the request as it comes; undefined when the request fails meanwhile.
  */
-async function readBody(
-  request: AsyncIterable<unknown>,
-  maxBytes: number,
-): Promise<AsyncIterable<Uint8Array> | undefined> {
+async function readBody(request: AsyncIterable<unknown>, maxBytes: number): Promise<ReadBody | undefined> {
   const iterator = request[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
   const chunks: Uint8Array[] = [];
   let length = 0;
   try {
     for (;;) {
       const next = await iterator.next();
-      if (next.done === true) return createAsyncIterable(chunks);
+      if (next.done === true) return { chunks: createAsyncIterable(chunks), complete: true };
       chunks.push(next.value);
       length += next.value.byteLength;
-      if (length > maxBytes) return readThen(chunks, iterator);
+      if (length > maxBytes) return { chunks: readThen(chunks, iterator), complete: false };
     }
   } catch {
     return undefined;

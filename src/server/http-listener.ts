@@ -123,6 +123,11 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       },
     );
     h2.on("secureConnection", track);
+    // HTTP/1.1 over TLS is served by this server: an idle keep-alive connection closes after the
+    // idle time (HTTP/2 sessions are watched below; cleartext HTTP/1.1 has Node's 5 s).
+    if (options.connection.maxConnectionIdleMs > 0) {
+      (h2 as unknown as { keepAliveTimeout: number }).keepAliveTimeout = options.connection.maxConnectionIdleMs;
+    }
     server = h2;
   } else {
     const http1 = http.createServer((request, response) => {

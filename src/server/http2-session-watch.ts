@@ -2,7 +2,7 @@ import type http2 from "node:http2";
 
 /** How {@link watchHttp2Session} keeps a session alive, and when it ends it. */
 export interface Http2SessionWatchOptions {
-  /** Quiet time (no frame either way) after which the session is pinged, in ms. */
+  /** Quiet time (no frame received) after which the session is pinged, in ms. */
   readonly keepaliveTimeMs: number;
   /** Time the ping may go unanswered before the session is destroyed, in ms. */
   readonly keepaliveTimeoutMs: number;
@@ -12,15 +12,19 @@ export interface Http2SessionWatchOptions {
 
 /**
  * Keeps an HTTP/2 session of the HTTP port honest, as grpc-js does for the gRPC port: after
- * `keepaliveTimeMs` without a frame it sends a PING, and destroys the session when no answer
- * comes within `keepaliveTimeoutMs`; a session without streams for `maxIdleMs` is closed.
+ * `keepaliveTimeMs` in which nothing came, it sends a PING, and destroys the session when no answer
+ * comes within `keepaliveTimeoutMs`; a session without streams for `maxIdleMs` is closed, which
+ * is checked at each of those quiet turns (so it may close up to `keepaliveTimeMs` late).
  *
  * The pings are what end a session Node would otherwise keep forever: after a connection error
  * (a frame over the size limit, DATA after the end of a stream) Node's HTTP/2 sends GOAWAY and
  * stops reading the socket, but neither closes it nor emits anything, so a client that then
- * vanished left its socket open, counted against `maxConnections`, until the idle timeout (15
- * minutes). Such a session never answers (nor even sends) the PING. A session with a quiet
- * stream (a watch waiting for its next event) is kept, where an inactivity timeout ended it.
+ * vanished left its socket open, counted against `maxConnections`. Such a session queues the
+ * PING and never sends it. A session with a quiet stream (a watch waiting for its next event)
+ * is kept while its peer answers, where an inactivity timeout ended it.
+ *
+ * Node's session timer is one-shot: frames received re-arm it, a PING's answer does not, so it
+ * is set again after each answered ping.
  */
 export function watchHttp2Session(session: http2.ServerHttp2Session, options: Http2SessionWatchOptions): void {
   let openStreams = 0;
@@ -32,19 +36,30 @@ export function watchHttp2Session(session: http2.ServerHttp2Session, options: Ht
       if (openStreams === 0) idleSince = performance.now();
     });
   });
-  session.setTimeout(options.keepaliveTimeMs, () => undefined);
+  session.setTimeout(options.keepaliveTimeMs);
   session.on("timeout", () => {
-    if (session.closed || session.destroyed) return;
-    if (options.maxIdleMs > 0 && openStreams === 0 && performance.now() - idleSince >= options.maxIdleMs) {
+    if (session.destroyed) return;
+    if (
+      !session.closed &&
+      options.maxIdleMs > 0 &&
+      openStreams === 0 &&
+      performance.now() - idleSince >= options.maxIdleMs
+    ) {
       session.close();
       return;
     }
     const unanswered = setTimeout(() => session.destroy(), options.keepaliveTimeoutMs);
     unanswered.unref();
-    const sent = session.ping((error) => {
-      clearTimeout(unanswered);
-      if (error) session.destroy();
-    });
+    let sent: boolean;
+    try {
+      sent = session.ping((error) => {
+        clearTimeout(unanswered);
+        if (error) session.destroy();
+        else if (!session.destroyed) session.setTimeout(options.keepaliveTimeMs);
+      });
+    } catch {
+      sent = false;
+    }
     if (!sent) {
       clearTimeout(unanswered);
       session.destroy();

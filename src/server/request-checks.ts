@@ -34,7 +34,7 @@ export function checkRequests(router: ConnectRouter, readMaxBytes: number, compr
   // The compression a request names, undefined for none; null for one the router does not accept
   // (it refuses the request itself).
   const compressionOf = (name: string | null): Compression | undefined | null =>
-    name === null || name === "" || name === "identity"
+    name === null || name === "identity"
       ? undefined
       : (compressions.find((compression) => compression.name === name) ?? null);
   const handlers = router.handlers;

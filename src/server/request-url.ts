@@ -12,6 +12,9 @@ import type http2 from "node:http2";
 export function requestUrlOf(request: http.IncomingMessage | http2.Http2ServerRequest): string | undefined {
   const authority = ("authority" in request ? request.authority : undefined) ?? request.headers.host;
   if (authority === undefined || authority === "") return undefined;
+  // Some code reads Host before :authority (the MCP SDK's adapter): a Host given must be valid too.
+  const host = request.headers.host;
+  if (host !== undefined && host !== authority && !URL.canParse(`http://${host}`)) return undefined;
   const encrypted = "encrypted" in request.socket && request.socket.encrypted === true;
   try {
     return new URL(request.url ?? "", `${encrypted ? "https" : "http"}://${authority}`).toString();

@@ -6,11 +6,14 @@ import { once } from "node:events";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import net from "node:net";
+import { readFile } from "node:fs/promises";
+import tls from "node:tls";
 import { pino } from "pino";
 import { RegistryService } from "../../gen/toolruntime/v1/registry_pb.js";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { createConnectNodeHandler } from "../../src/server/connect-node-handler.js";
 import { defaultConnectionOptions } from "../../src/server/connection-options.js";
+import { createTestPki } from "../support/certificates.js";
 import { startTestServer } from "../support/test-server.js";
 import { testToolEvents } from "../support/test-tools.js";
 
@@ -98,7 +101,7 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
       expect(signal?.aborted).to.equal(true);
       const reason = ConnectError.from(signal?.reason);
       expect(reason.code).to.equal(Code.Canceled);
-      expect(reason.rawMessage).to.match(/^the client closed the HTTP\/2 stream \(0x8\)$/);
+      expect(reason.rawMessage).to.equal("the HTTP/2 stream was closed before the response ended (0x8)");
     } finally {
       await server.close();
     }
@@ -232,6 +235,60 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
         );
       }
       expect(status).to.equal(200);
+    } finally {
+      await server.close(0);
+    }
+  });
+
+  it("pings a quiet HTTP/2 connection again after each answer, and closes it once it has had no stream for the idle time", async () => {
+    const server = await startTestServer({
+      connection: {
+        ...defaultConnectionOptions,
+        keepaliveTimeMs: 100,
+        keepaliveTimeoutMs: 2_000,
+        maxConnectionIdleMs: 400,
+      },
+    });
+    const session = http2.connect(server.httpUrl);
+    try {
+      let pings = 0;
+      session.on("ping", () => (pings += 1));
+      const goaway = once(session, "goaway");
+      const request = session.request({ ":method": "GET", ":path": "/healthz" });
+      request.resume();
+      request.end();
+      await once(request, "close");
+      await goaway;
+      // One ping at each 100 ms of quiet until the 400 ms without a stream: at least three.
+      expect(pings).to.be.at.least(3);
+    } finally {
+      session.destroy();
+      await server.close(0);
+    }
+  });
+
+  it("closes an idle HTTP/1.1 keep-alive connection over TLS after the idle time", async () => {
+    const pki = await createTestPki();
+    const server = await startTestServer({
+      tls: { certFile: pki.serverCertFile, keyFile: pki.serverKeyFile },
+      connection: { ...defaultConnectionOptions, maxConnectionIdleMs: 300 },
+    });
+    try {
+      const { port } = new URL(server.httpUrl);
+      const socket = tls.connect({
+        host: "127.0.0.1",
+        port: Number(port),
+        ca: await readFile(pki.caFile),
+        servername: "localhost",
+        ALPNProtocols: ["http/1.1"],
+      });
+      await once(socket, "secureConnect");
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const closed = once(socket, "close");
+      socket.write("GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n");
+      await closed;
+      expect(Buffer.concat(chunks).toString()).to.match(/^HTTP\/1\.1 200 /);
     } finally {
       await server.close(0);
     }
