@@ -293,6 +293,33 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
       await server.close(0);
     }
   });
+
+  it("delivers the refusal of a call whose body is over the limit while the server is full", async () => {
+    const server = await startTestServer({
+      connection: { ...defaultConnectionOptions, maxCallsInFlight: 1, maxMessageBytes: 1024 },
+    });
+    try {
+      const runner = createClient(RunnerService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "2" }));
+      await runner.activateTool({ toolName: "test.wait_for_cancel" });
+      const leave = new AbortController();
+      const waiting = once(testToolEvents, "waiting");
+      const held = runner
+        .executeTool({ toolName: "test.wait_for_cancel", inputs: {} }, { signal: leave.signal })
+        .catch(() => undefined);
+      await waiting;
+      const body = JSON.stringify({ toolName: "builtin.echo", inputs: { pad: "x".repeat(8_000) } });
+      const answer = await exchangeRaw(
+        Number(new URL(server.httpUrl).port),
+        `POST /toolruntime.v1.RunnerService/ExecuteTool HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      );
+      expect(answer).to.match(/^HTTP\/1\.1 429 /);
+      expect(answer).to.contain('"code":"resource_exhausted"');
+      leave.abort();
+      await held;
+    } finally {
+      await server.close(0);
+    }
+  });
 });
 
 /** Sends `request` as it is on a fresh connection and returns all that comes back until the server closes it. */
