@@ -200,6 +200,17 @@ export class WireReader {
     const start = this.pos;
     this.pos = end;
     const buf = this.buf;
+    if (end - start <= shortAscii) {
+      // Most keys and many values are a few ASCII characters: joined here they cost a third of a
+      // call into Node (about 20 against 55 ns), and strings this short are flat, not ropes.
+      let text = "";
+      for (let i = start; i < end; i++) {
+        const code = buf[i] as number;
+        if (code >= 0x80) return (strict ? strictUtf8 : lenientUtf8).decode(buf.subarray(start, end));
+        text += String.fromCharCode(code);
+      }
+      return text;
+    }
     for (let i = start; i < end; i++) {
       if ((buf[i] as number) >= 0x80) return (strict ? strictUtf8 : lenientUtf8).decode(buf.subarray(start, end));
     }
@@ -247,6 +258,9 @@ export const wireVarint = 0;
 export const wireBit64 = 1;
 export const wireDelimited = 2;
 export const wireBit32 = 5;
+
+/** Longest string decoded by joining its characters rather than by latin1Slice (measured crossover: 7). */
+const shortAscii = 6;
 
 /** Node's Buffer method behind toString("latin1", start, end), left out of its type declarations. */
 interface LatinSlicing {

@@ -56,17 +56,15 @@ export class InvalidSchemaError extends Error {
  * Checks that a JSON Schema (draft 2020-12) is valid without compiling it when it can: throws an
  * {@link InvalidSchemaError} exactly as {@link compileSchema} would. It checks the meta-schema (a
  * walk of its own for the usual keywords, see {@link conformsToMetaSchema}; the meta-schema itself
- * otherwise), then walks the schema ({@link isSurelyCompilable}); only a schema that walk is not sure of is
- * compiled here (and kept for its first use). A valid schema costs a fraction of a millisecond
- * instead of several; it is compiled when something is first checked against it. Returns the
- * schema's JSON text.
+ * otherwise), then walks the schema ({@link isSurelyCompilable}); only a schema that walk is not
+ * sure of is compiled here (and kept for its first use). A valid schema costs a fraction of a
+ * millisecond instead of several; it is compiled when something is first checked against it. Its
+ * JSON text (the compiled schemas' key) is made only to compile it: a schema decoded from a request
+ * is made of dictionaries, whose text costs more than both walks together.
  */
-export function checkSchema(schema: JsonObject): string {
-  const json = JSON.stringify(schema);
-  if (compiled.has(json)) return json;
+export function checkSchema(schema: JsonObject): void {
   checkMetaSchema(schema);
-  if (!isSurelyCompilable(schema, json, acceptsPattern)) compiled.slot(schema, json);
-  return json;
+  if (!isSurelyCompilable(schema, acceptsPattern)) compiled.slot(schema, JSON.stringify(schema));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
-import { measureJsonObject } from "../json/check-json.js";
+import { checkJsonObject, measureJsonObject, type JsonCheck } from "../json/check-json.js";
 import { showValue } from "../json/schema-errors.js";
 import { checkSchema, InvalidSchemaError } from "../json/schema-validator.js";
 import { maxDurationMs } from "./check-duration.js";
@@ -116,8 +116,8 @@ export function validateSpec(
 
 /**
  * Checks one schema of a spec and returns the one to keep: the schema itself when `owned` (decoded
- * from a request, nobody else holds it), else a copy parsed from the JSON text the check made, so
- * that an author's later change cannot reach it.
+ * from a request, nobody else holds it), else the copy the JSON check made, so that an author's
+ * later change cannot reach it.
  */
 function checkSchemaField(
   name: string,
@@ -126,13 +126,15 @@ function checkSchemaField(
   owned: boolean,
 ): JsonObject | undefined {
   if (!schema) return undefined;
-  const check = measureJsonObject(schema, field, { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes });
+  const limits = { maxDepth: maxSchemaDepth, maxBytes: maxSchemaBytes };
+  const check = owned ? measureJsonObject(schema, field, limits) : checkJsonObject(schema, field, limits);
   if (!check.ok) throw registrationError(name, `${check.problem} (tool ${quote(name)})`);
-  const rootProblem = checkAcceptsObjects(schema);
+  const kept: JsonObject = owned ? schema : (check as JsonCheck & { ok: true }).value;
+  const rootProblem = checkAcceptsObjects(kept);
   if (rootProblem) throw registrationError(name, `${field} of ${quote(name)} ${rootProblem}`);
   try {
-    const json = checkSchema(schema);
-    return owned ? schema : (JSON.parse(json) as JsonObject);
+    checkSchema(kept);
+    return kept;
   } catch (error) {
     if (!(error instanceof InvalidSchemaError)) throw error;
     throw registrationError(

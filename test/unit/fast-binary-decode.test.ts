@@ -165,6 +165,36 @@ describe("fromBinaryFast()", function () {
     }
   });
 
+  it("decodes strings of every short length, ASCII or not, valid or not, as fromBinary does", () => {
+    const pieces = ["a", "é", "€", "😀", "\u0000", "~"];
+    let compared = 0;
+    for (let length = 0; length <= 9; length++) {
+      for (const piece of pieces) {
+        const ascii = "x".repeat(length);
+        for (const text of [ascii, piece + ascii, ascii + piece]) {
+          const request = create(ExecuteToolRequestSchema, { toolName: text, inputs: { [text]: text } });
+          expectCompiledAsProtobufEs(ExecuteToolRequestSchema, toBinary(ExecuteToolRequestSchema, request), text);
+          compared++;
+        }
+      }
+      // A byte of 0x80 or more where UTF-8 cannot have it, at each place in a short string: refused as a
+      // proto3 string (runner), refused as a Struct key (inputs) too, as fromBinary does.
+      for (let at = 0; at <= length; at++) {
+        const bytes = [...Buffer.from("y".repeat(length))];
+        bytes.splice(at, 0, 0xff);
+        expect(expectSameOutcome(ExecuteToolRequestSchema, Uint8Array.from([0x0a, bytes.length, ...bytes]))).to.equal(
+          1,
+        );
+        const entry = [0x0a, bytes.length, ...bytes];
+        const field = [0x0a, entry.length, ...entry];
+        expect(expectSameOutcome(ExecuteToolRequestSchema, Uint8Array.from([0x1a, field.length, ...field]))).to.equal(
+          1,
+        );
+      }
+    }
+    expect(compared).to.equal(10 * pieces.length * 3);
+  });
+
   it("stops nesting at the recursion limit as fromBinary does, and never overflows the stack differently", () => {
     const options = { recursionLimit: protobufRecursionLimit };
     const shallow = toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { inputs: nest(450) }));

@@ -6,7 +6,7 @@ import { isSurelyCompilable, understoodKeywords } from "../../src/json/surely-co
 
 const acceptsAll = () => true;
 const surely = (schema: JsonObject, acceptsPattern: (pattern: string) => boolean = acceptsAll) =>
-  isSurelyCompilable(schema, JSON.stringify(schema), acceptsPattern);
+  isSurelyCompilable(schema, acceptsPattern);
 
 /** Whether the full compiler (meta-schema, then ajv's code generation in strict mode) takes it. */
 function compiles(schema: JsonObject): boolean {
@@ -89,6 +89,9 @@ const unsureSchemas: readonly (readonly [string, JsonObject])[] = [
   ],
   ["a base URI", { $id: "https://example.com/s", type: "object" }],
   ["a dynamic reference", { type: "object", properties: { a: { $dynamicRef: "#meta" } } }],
+  ["an anchor in an unreferenced definition", { type: "object", $defs: { b: { items: [{ $dynamicAnchor: "x" }] } } }],
+  ["an id inside a data keyword", { type: "object", contentSchema: { $id: "https://example.com/c" } }],
+  ["a recursive reference", { type: "object", properties: { a: { $recursiveRef: "#" } } }],
   ["an empty enum", { type: "object", properties: { a: { enum: [] } } }],
   ['"if" alone', { type: "object", if: { required: ["a"] } }],
   ['"then" without "if"', { type: "object", then: { required: ["a"] } }],
@@ -122,6 +125,12 @@ describe("isSurelyCompilable()", () => {
       expect(surely(schema)).to.equal(false);
     });
   }
+
+  it('is sure of a schema whose data merely mention "$id" as a string', () => {
+    const schema: JsonObject = { type: "object", properties: { key: { enum: ["$id", "$anchor"], default: "$id" } } };
+    expect(surely(schema)).to.equal(true);
+    expect(compiles(schema)).to.equal(true);
+  });
 
   it("is not sure of a schema whose pattern or pattern property the engine refuses", () => {
     const refuses = (pattern: string) => pattern !== "bad";
