@@ -11,6 +11,7 @@ import {
 } from "@bufbuild/protobuf";
 import type { WireType } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { echoesStructFields, forgetStructBytes, keepStructBytes } from "./struct-echo.js";
 import { readStruct, setOwn } from "./struct-from-binary.js";
 import { notDecoded, wireBit32, wireBit64, wireDelimited, wireVarint, WireReader } from "./wire-reader.js";
 
@@ -211,7 +212,20 @@ type MergingReader = (reader: WireReader, existing: unknown) => unknown;
 function mergingReader(field: DescField & { message: DescMessage }): MergingReader {
   const schema = field.message;
   if (usesJson(field)) {
-    return (reader, existing) => readStruct(reader, reader.delimited(), (existing as JsonObject | undefined) ?? {});
+    const parent = field.parent;
+    return (reader, existing) => {
+      if (existing !== undefined) {
+        // A second occurrence merges into the first: the bytes kept for the first no longer say it.
+        forgetStructBytes(existing as JsonObject);
+        return readStruct(reader, reader.delimited(), existing as JsonObject);
+      }
+      const end = reader.delimited();
+      const start = reader.pos;
+      reader.lossy = false;
+      const object = readStruct(reader, end, {});
+      if (!reader.lossy && echoesStructFields(parent)) keepStructBytes(object, reader.input.subarray(start, end));
+      return object;
+    };
   }
   if (field.fieldKind === "message" && !field.oneof && isWrapperDesc(schema)) {
     // protobuf-es wraps the value held so far in a new wrapper message, reads into it and unwraps.

@@ -3,7 +3,7 @@ import { WireType } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { BinaryOut, tagBytes, wireInt64, type Int64Value } from "./binary-out.js";
 import { planMessageWriter, type FieldKinds } from "./message-writer-source.js";
-import { writeStructFields } from "./struct-binary.js";
+import { writeJsonObjectFields } from "./struct-echo.js";
 
 /**
  * Messages encoded byte for byte as protobuf-es's `toBinary` encodes them, several times faster:
@@ -204,7 +204,7 @@ type WriterFactory = (
   K: readonly MessageCodec[],
   T: readonly (readonly number[])[],
   W: typeof wireInt64,
-  S: typeof writeStructFields,
+  S: typeof writeJsonObjectFields,
   G: typeof tagBytes,
   U: { readonly marked: boolean },
   KE: WeakMap<object, Uint8Array>,
@@ -258,7 +258,7 @@ ${plan.source}
     nested,
     plan.longTags,
     wireInt64,
-    writeStructFields,
+    writeJsonObjectFields,
     tagBytes,
     unchangingStateOf(schema),
     keptEncodings,
@@ -412,7 +412,7 @@ function messageValue(field: DescField): ValueCodec {
 }
 
 function writeJsonStruct(value: unknown, out: BinaryOut): void {
-  writeStructFields(out, value as JsonObject);
+  writeJsonObjectFields(out, value as JsonObject);
 }
 
 /** A length-prefixed value whose content `write` writes. */

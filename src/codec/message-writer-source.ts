@@ -12,7 +12,7 @@ import { tagBytes } from "./binary-out.js";
  * The source only names its parameters: `m` the message, `out` the BinaryOut, and the helpers
  * `F` (FieldCodecs of the fields it leaves to fast-binary.ts: lists, maps, wrappers), `K` (the
  * codecs of nested message types), `T` (tags longer than a byte), `W` (wireInt64), `S`
- * (writeStructFields) and `G` (tagBytes, for unknown fields). Nothing of a message's content is
+ * (writeJsonObjectFields) and `G` (tagBytes, for unknown fields). Nothing of a message's content is
  * ever part of the source: names come from the descriptors, which protoc checked to be
  * identifiers, and they are quoted as JSON strings all the same.
  */

@@ -60,7 +60,8 @@ function readEntry(reader: WireReader, end: number, target: JsonObject): void {
     else reader.skip(tag & 7);
   }
   reader.endAt(end);
-  setOwn(target, key, value === undefined ? null : value);
+  if (value === undefined) reader.lossy = true;
+  setOwn(target, key, value ?? null);
 }
 
 /**
@@ -108,7 +109,11 @@ export function readValue(
   }
   reader.endAt(end);
   reader.depth--;
-  return current === undefined ? null : current;
+  if (current === undefined) {
+    reader.lossy = true;
+    return null;
+  }
+  return current;
 }
 
 /** A google.protobuf.ListValue's items, appended to `target`. */

@@ -13,6 +13,11 @@ export class WireReader {
   depth = 0;
   /** The bytes as a Buffer, for its string and number reading methods. */
   readonly buf: Buffer;
+  /**
+   * Set when a Struct was read as JSON that its bytes do not say exactly (see struct-from-binary.ts:
+   * a map entry without a value, or a Value without a kind, reads as null); the caller clears it.
+   */
+  lossy = false;
 
   constructor(
     /** The caller's bytes: bytes fields and unknown fields are views of them, as protobuf-es gives them. */

@@ -1,9 +1,15 @@
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { markUnchanging } from "../codec/fast-binary.js";
+import { echoStructFieldsOf } from "../codec/struct-echo.js";
 import type { SchemaCheck } from "../json/schema-validator.js";
 import { lazySchemaCheck } from "./lazy-schema-check.js";
 import type { SpecPacker } from "./spec-packer.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
+
+// A spec's schemas are never changed once decoded (a registry's specs are shared with every
+// reader): RegisterTool answers with the spec, and GetTool with one just unpacked, by copying the
+// schemas' bytes as they were read rather than encoding them again.
+echoStructFieldsOf(ToolSpecSchema);
 
 /** How many packed entries keep their unpacked spec at once, across every registry (about 2 KB each). */
 const unpackedCapacity = 2048;
