@@ -31,9 +31,10 @@ const pairedGroups: readonly (readonly VariantId[])[] = [
  * in-process cases run in a shuffled order, different each round: subjects and baselines alternate,
  * so a slow patch of a noisy machine does not fall on one side only. The registry-scale case, whose
  * registrations take most of a quick run's time, runs once, in the middle round; its baselines are
- * measured inside it, interleaved with it. So does the registration case over gRPC (7), and, in
- * quick mode, the admission burst (8): they take long, and their baselines are measured beside them
- * in the same step.
+ * measured inside it, interleaved with it. So does the registration case over gRPC (7): it takes
+ * long, and its baselines are measured beside it in the same step. The admission burst (8) runs in
+ * every round, each on a fresh server with its baseline beside it: one burst swings by a quarter
+ * from one fresh server to the next on this machine, so a single one tells little.
  */
 export function planRounds(options: BenchOptions): Step[][] {
   const ids = new Set<VariantId>();
@@ -51,7 +52,7 @@ export function planRounds(options: BenchOptions): Step[][] {
     if (options.cases.has(6)) groups.push([{ kind: "concurrency" }]);
     if (options.cases.has(5) && round === middle) groups.push([{ kind: "registry" }]);
     if (options.cases.has(7) && round === middle) groups.push([{ kind: "registration" }]);
-    if (options.cases.has(8) && (options.burstEveryRound || round === middle)) groups.push([{ kind: "admission" }]);
+    if (options.cases.has(8)) groups.push([{ kind: "admission" }]);
     return shuffled(groups, random).flat();
   });
 }
