@@ -231,6 +231,12 @@ export class BinaryOut {
     this.raw(data);
   }
 
+  /** Bytes held as a Latin-1 string, one byte per character, without a length. */
+  latin1(bytes: string): void {
+    this.ensure(bytes.length);
+    this.pos += this.buffer.write(bytes, this.pos, bytes.length, "latin1");
+  }
+
   raw(data: Uint8Array): void {
     this.ensure(data.byteLength);
     this.buffer.set(data, this.pos);

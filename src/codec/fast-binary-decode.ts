@@ -223,7 +223,7 @@ function mergingReader(field: DescField & { message: DescMessage }): MergingRead
       const start = reader.pos;
       reader.lossy = false;
       const object = readStruct(reader, end, {});
-      if (!reader.lossy && echoesStructFields(parent)) keepStructBytes(object, reader.input.subarray(start, end));
+      if (!reader.lossy && echoesStructFields(parent)) keepStructBytes(object, reader.latin1(start, end));
       return object;
     };
   }

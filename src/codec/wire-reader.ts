@@ -224,6 +224,11 @@ export class WireReader {
     return (buf as unknown as LatinSlicing).latin1Slice(start, end);
   }
 
+  /** The bytes from `start` to `end` as a Latin-1 string, one character per byte (a copy of them). */
+  latin1(start: number, end: number): string {
+    return (this.buf as unknown as LatinSlicing).latin1Slice(start, end);
+  }
+
   /** Skips an unknown field's value; groups are left to protobuf-es. Returns where the value started. */
   skip(wireType: number): number {
     const start = this.pos;
