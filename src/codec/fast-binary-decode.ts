@@ -11,7 +11,7 @@ import {
 } from "@bufbuild/protobuf";
 import type { WireType } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
-import { echoesStructFields, forgetStructBytes, keepStructBytes } from "./struct-echo.js";
+import { echoesStructFields, forgetStructBytes, keepStructBytes, maxEchoedBytes } from "./struct-echo.js";
 import { readStruct, setOwn } from "./struct-from-binary.js";
 import { notDecoded, wireBit32, wireBit64, wireDelimited, wireVarint, WireReader } from "./wire-reader.js";
 
@@ -223,7 +223,9 @@ function mergingReader(field: DescField & { message: DescMessage }): MergingRead
       const start = reader.pos;
       reader.lossy = false;
       const object = readStruct(reader, end, {});
-      if (!reader.lossy && echoesStructFields(parent)) keepStructBytes(object, reader.latin1(start, end));
+      if (!reader.lossy && end - start <= maxEchoedBytes && echoesStructFields(parent)) {
+        keepStructBytes(object, reader.latin1(start, end));
+      }
       return object;
     };
   }

@@ -6,22 +6,28 @@ import { writeStructFields } from "./struct-binary.js";
  * The bytes that JSON objects of some Struct fields were decoded from, kept for a while so that an
  * answer carrying the same object back copies them instead of encoding it again. RegisterTool
  * answers with the spec it registered, schemas included: encoding a 1 KiB schema cost about as
- * much as checking it. Kept only for the fields of the message types named with
- * {@link echoStructFieldsOf}, whose objects nobody changes once decoded (a registry's specs), only
- * for objects decoded without loss (see `WireReader.lossy`: an entry without a value, or a Value
- * without a kind, reads as null, which the bytes do not say), and only for the latest
- * {@link capacity} of them. The bytes are held as a one-byte string (a copy for a fraction of a
- * microsecond, where a copy in a buffer of its own costs an ArrayBuffer), so that a request's
- * buffer is not held.
+ * much as checking it. Kept only:
+ * - for the Struct fields of the message types named with {@link echoStructFieldsOf}, whose
+ *   objects nobody changes once decoded (ToolSpec: a registry's specs are shared with every
+ *   reader, and no other holder of a decoded spec changes its schemas);
+ * - for bytes that protobuf-es would write back exactly as they are, key order aside (see
+ *   `WireReader.lossy` and struct-from-binary.ts): no longer forms, no unknown fields, nothing
+ *   read as null that the bytes do not hold, so that an answer never carries bytes that another
+ *   client's decoder could read otherwise, or refuse;
+ * - for Structs of at most {@link maxEchoedBytes}, held as a one-byte string (a copy for a fraction
+ *   of a microsecond, where a copy in a buffer of its own costs an ArrayBuffer);
+ * - weakly, and for the latest {@link capacity} objects decoded: an object dropped (a request that
+ *   failed its checks) takes its bytes with it, and one kept (a registered spec) holds them only
+ *   until newer ones push it out of the ring, so that memory does not grow with the registry.
  */
 const capacity = 256;
-/** Larger objects are not kept (they are rare, and a copy of each would be kept). */
-const maxBytes = 64 * 1024;
+/** Larger Structs are not kept: they are rare, and each copy would be as large. */
+export const maxEchoedBytes = 64 * 1024;
 
 const echoingTypes = new WeakSet<DescMessage>();
-const kept = new Map<JsonObject, string>();
-/** The objects kept, in a ring: the one at `next` is the oldest, forgotten when another comes. */
-const ring = new Array<JsonObject | undefined>(capacity);
+const kept = new WeakMap<JsonObject, string>();
+/** The objects kept, weakly, in a ring: the one at `next` is the oldest, forgotten when another comes. */
+const ring = new Array<WeakRef<JsonObject> | undefined>(capacity);
 let next = 0;
 
 /** Keeps the decoded bytes of `schema`'s Struct fields (see the module comment). */
@@ -35,14 +41,13 @@ export function echoesStructFields(schema: DescMessage): boolean {
 }
 
 /**
- * Keeps `bytes` (a Struct's content as read, each byte a character of a Latin-1 string) as the
- * encoding of `object`, just decoded from them.
+ * Keeps `bytes` (a Struct's content as read, each byte a character of a Latin-1 string, at most
+ * {@link maxEchoedBytes}) as the encoding of `object`, just decoded from them.
  */
 export function keepStructBytes(object: JsonObject, bytes: string): void {
-  if (bytes.length > maxBytes) return;
-  const oldest = ring[next];
+  const oldest = ring[next]?.deref();
   if (oldest) kept.delete(oldest);
-  ring[next] = object;
+  ring[next] = new WeakRef(object);
   next = (next + 1) % capacity;
   kept.set(object, bytes);
 }
@@ -54,12 +59,7 @@ export function forgetStructBytes(object: JsonObject): void {
 
 /** Writes a JSON object as a Struct's fields: the bytes it was decoded from when they are kept. */
 export function writeJsonObjectFields(out: BinaryOut, object: JsonObject): void {
-  if (kept.size > 0) {
-    const bytes = kept.get(object);
-    if (bytes) {
-      out.latin1(bytes);
-      return;
-    }
-  }
-  writeStructFields(out, object);
+  const bytes = kept.get(object);
+  if (bytes) out.latin1(bytes);
+  else writeStructFields(out, object);
 }

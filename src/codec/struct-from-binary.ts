@@ -18,10 +18,10 @@ import { notDecoded, wireBit64, wireDelimited, wireVarint, type WireReader } fro
 export function readStruct(reader: WireReader, end: number, target: JsonObject): JsonObject {
   reader.enter();
   while (reader.pos < end) {
-    const tag = reader.tag();
-    if (tag === tagEntry) readEntry(reader, reader.delimited(), target);
+    const tag = tagOf(reader);
+    if (tag === tagEntry) readEntry(reader, delimitedOf(reader), target);
     else if (tag >>> 3 === 1) throw notDecoded;
-    else reader.skip(tag & 7);
+    else skipUnknown(reader, tag);
   }
   reader.endAt(end);
   reader.depth--;
@@ -50,18 +50,23 @@ const authorKeyed = new Set(["properties", "patternProperties", "$defs", "defini
 
 /** One map entry of Struct.fields (key = 1, value = 2); a value field seen twice merges, as a message does. */
 function readEntry(reader: WireReader, end: number, target: JsonObject): void {
-  let key = "";
+  let key: string | undefined;
   let value: JsonValue | undefined;
   while (reader.pos < end) {
-    const tag = reader.tag();
-    if (tag === tagKey) key = reader.string(true);
-    else if (tag === tagValue) value = readValue(reader, reader.delimited(), value, authorKeyed.has(key));
-    else if (tag >>> 3 === 1 || tag >>> 3 === 2) throw notDecoded;
-    else reader.skip(tag & 7);
+    const tag = tagOf(reader);
+    if (tag === tagKey) {
+      // A key after another, or after the value: not the order protobuf-es writes.
+      if (key !== undefined || value !== undefined) reader.lossy = true;
+      key = stringOf(reader);
+    } else if (tag === tagValue) {
+      if (value !== undefined) reader.lossy = true;
+      value = readValue(reader, delimitedOf(reader), value, authorKeyed.has(key ?? ""));
+    } else if (tag >>> 3 === 1 || tag >>> 3 === 2) throw notDecoded;
+    else skipUnknown(reader, tag);
   }
   reader.endAt(end);
-  if (value === undefined) reader.lossy = true;
-  setOwn(target, key, value ?? null);
+  if (key === undefined || value === undefined) reader.lossy = true;
+  setOwn(target, key ?? "", value ?? null);
 }
 
 /**
@@ -76,10 +81,13 @@ export function readValue(
 ): JsonValue {
   reader.enter();
   while (reader.pos < end) {
-    const tag = reader.tag();
+    const tag = tagOf(reader);
+    // A second kind (or the same one again) in one Value: protobuf-es writes one.
+    if (current !== undefined && tag >>> 3 <= 6) reader.lossy = true;
     switch (tag) {
       case tagNull:
         // NullValue is an open enum: any number is read (and validated as a varint) and means null.
+        if (reader.buf[reader.pos] !== 0) reader.lossy = true;
         reader.int32();
         current = null;
         break;
@@ -87,24 +95,27 @@ export function readValue(
         current = reader.double();
         break;
       case tagString:
-        current = reader.string(true);
+        current = stringOf(reader);
         break;
-      case tagBool:
+      case tagBool: {
+        const byte = reader.buf[reader.pos];
+        if (byte !== 0 && byte !== 1) reader.lossy = true;
         current = reader.bool();
         break;
+      }
       case tagStruct:
         current = readStruct(
           reader,
-          reader.delimited(),
+          delimitedOf(reader),
           isJsonObject(current) ? current : authorKeys ? authorKeyedObject() : {},
         );
         break;
       case tagList:
-        current = readList(reader, reader.delimited(), Array.isArray(current) ? current : []);
+        current = readList(reader, delimitedOf(reader), Array.isArray(current) ? current : []);
         break;
       default:
         if (tag >>> 3 <= 6) throw notDecoded;
-        reader.skip(tag & 7);
+        skipUnknown(reader, tag);
     }
   }
   reader.endAt(end);
@@ -120,14 +131,55 @@ export function readValue(
 function readList(reader: WireReader, end: number, target: JsonValue[]): JsonValue[] {
   reader.enter();
   while (reader.pos < end) {
-    const tag = reader.tag();
-    if (tag === tagListItem) target.push(readValue(reader, reader.delimited(), undefined));
+    const tag = tagOf(reader);
+    if (tag === tagListItem) target.push(readValue(reader, delimitedOf(reader), undefined));
     else if (tag >>> 3 === 1) throw notDecoded;
-    else reader.skip(tag & 7);
+    else skipUnknown(reader, tag);
   }
   reader.endAt(end);
   reader.depth--;
   return target;
+}
+
+// What these three messages are read with, noting on the reader (`WireReader.lossy`) whatever
+// protobuf-es would not write back as it was read: a tag or a length in more bytes than it needs
+// or in four bytes or more (only Structs under 64 KiB are echoed, whose lengths take three at
+// most; a varint's bits past the 32nd are dropped in reading, which other decoders refuse), an
+// unknown field (its varint could be one that other decoders refuse as well), an
+// entry without its key or value or with either twice, a Value with more than one kind, a null
+// other than 0 and a bool other than 0 or 1. Only bytes read without any of these are echoed
+// (see struct-echo.ts). A key that appears twice in one Struct is not noted: protobuf's maps keep
+// the last, as the JSON read does.
+
+function tagOf(reader: WireReader): number {
+  // The tags of these messages' fields take one byte: a first byte of 0x80 or more is a longer form.
+  if ((reader.buf[reader.pos] as number) >= 0x80) reader.lossy = true;
+  return reader.tag();
+}
+
+function delimitedOf(reader: WireReader): number {
+  noteLongVarint(reader);
+  return reader.delimited();
+}
+
+function stringOf(reader: WireReader): string {
+  noteLongVarint(reader);
+  return reader.string(true);
+}
+
+function skipUnknown(reader: WireReader, tag: number): void {
+  reader.lossy = true;
+  reader.skip(tag & 7);
+}
+
+/** Notes a varint at the reader's position that takes more bytes than its value needs, or four or more. */
+function noteLongVarint(reader: WireReader): void {
+  const buf = reader.buf;
+  const at = reader.pos;
+  if ((buf[at] as number) < 0x80) return;
+  let last = at + 1;
+  while (last < buf.length && (buf[last] as number) >= 0x80) last++;
+  if (last - at >= 3 || buf[last] === 0) reader.lossy = true;
 }
 
 /**

@@ -14,8 +14,9 @@ export class WireReader {
   /** The bytes as a Buffer, for its string and number reading methods. */
   readonly buf: Buffer;
   /**
-   * Set when a Struct was read as JSON that its bytes do not say exactly (see struct-from-binary.ts:
-   * a map entry without a value, or a Value without a kind, reads as null); the caller clears it.
+   * Set when a Struct was read from bytes that protobuf-es would not write back as they are (see
+   * struct-from-binary.ts: a longer form, an unknown field, a null read where the bytes hold
+   * nothing…); the caller clears it.
    */
   lossy = false;
 

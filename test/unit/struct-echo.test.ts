@@ -19,6 +19,12 @@ const stringEntry = (key: string, value: string): number[] =>
   delimited(0x0a, [...delimited(0x0a, text(key)), ...delimited(0x12, delimited(0x1a, text(value)))]);
 /** An unknown varint field (number 9) inside a Struct: valid protobuf that the JSON form drops. */
 const unknownField = [0x48, 0x07];
+/**
+ * A key sent twice: protobuf's maps keep the last, so it reads as {"type": "object"}, and its bytes
+ * are echoed as they are; encoded anew, the first ({@link firstOfTwice}) is gone.
+ */
+const firstOfTwice = stringEntry("type", "string");
+const sentTwice = [...firstOfTwice, ...stringEntry("type", "object")];
 /** A RegisterToolRequest whose spec (field 2) has name (1) and, as input_schema (5), `schema`'s bytes. */
 const registerRequest = (schema: readonly number[], name = "demo.echo"): Uint8Array =>
   Uint8Array.from(delimited(0x12, [...delimited(0x0a, text(name)), ...delimited(0x2a, [...schema])]));
@@ -66,67 +72,123 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
     }
   });
 
-  it("copies the schema's bytes as read: an unknown field inside it comes back, and the spec decodes the same", () => {
-    const schema = [...stringEntry("type", "object"), ...unknownField, ...stringEntry("title", "t")];
+  it("copies the schema's bytes as read: a key sent twice comes back twice, and the spec decodes the same", () => {
+    // Protobuf's maps keep the last of a key, as the JSON read does; re-encoding would write it once.
+    const schema = [...stringEntry("type", "string"), ...stringEntry("title", "t"), ...stringEntry("type", "object")];
     const { bytes, schema: kept } = answer(registerRequest(schema));
     expect(kept).to.deep.equal({ type: "object", title: "t" });
-    expect(contains(bytes, schema), "the schema's bytes, unknown field included").to.equal(true);
+    expect(contains(bytes, schema), "the schema's bytes as sent").to.equal(true);
     const echoed = fromBinary(RegisterToolResponseSchema, bytes);
     expect(echoed.spec?.inputSchema).to.deep.equal({ type: "object", title: "t" });
     expect(echoed.spec?.name).to.equal("demo.echo");
   });
 
-  it("encodes anew a schema whose bytes say less than the JSON read from them (an entry without a value)", () => {
-    // {"type": "object", "default": <no value>}: the entry reads as "default": null, which the bytes do not hold.
-    const schema = [
-      ...stringEntry("type", "object"),
-      ...delimited(0x0a, delimited(0x0a, text("default"))),
-      ...unknownField,
-    ];
-    const { bytes, schema: kept } = answer(registerRequest(schema));
-    expect(kept).to.deep.equal({ type: "object", default: null });
-    expect(contains(bytes, unknownField), "not the bytes as read").to.equal(false);
-    expect(contains(bytes, [...encodeStruct({ type: "object", default: null })])).to.equal(true);
-  });
-
-  it("encodes anew a schema holding a Value without a kind (read as null)", () => {
-    const emptyValue = delimited(0x0a, [...delimited(0x0a, text("default")), ...delimited(0x12, [])]);
-    const { bytes, schema } = answer(
-      registerRequest([...stringEntry("type", "object"), ...emptyValue, ...unknownField]),
-    );
-    expect(schema).to.deep.equal({ type: "object", default: null });
-    expect(contains(bytes, unknownField)).to.equal(false);
-    expect(contains(bytes, [...encodeStruct({ type: "object", default: null })])).to.equal(true);
-  });
+  // Bytes that protobuf-es would not write back as they are: each schema is {"type": "object"} and
+  // one odd entry; its answer must hold the schema encoded anew, never the odd bytes.
+  const key = (name: string): number[] => delimited(0x0a, text(name));
+  const value = (content: readonly number[]): number[] => delimited(0x12, [...content]);
+  const oddEntries: [string, number[], JsonObject][] = [
+    ["an unknown field in the Struct", unknownField, {}],
+    [
+      "an unknown field in an entry",
+      delimited(0x0a, [...key("title"), ...value(delimited(0x1a, text("t"))), 0x18, 0x01]),
+      { title: "t" },
+    ],
+    [
+      "an unknown field in a Value",
+      delimited(0x0a, [...key("title"), ...value([...delimited(0x1a, text("t")), 0x38, 0x01])]),
+      { title: "t" },
+    ],
+    [
+      "an unknown field in a list",
+      delimited(0x0a, [
+        ...key("examples"),
+        ...value(delimited(0x32, [...delimited(0x0a, delimited(0x1a, text("a"))), 0x10, 0x01])),
+      ]),
+      { examples: ["a"] },
+    ],
+    [
+      "a key's length in two bytes",
+      delimited(0x0a, [0x0a, 0x85, 0x00, ...text("title"), ...value(delimited(0x1a, text("t")))]),
+      { title: "t" },
+    ],
+    [
+      "a key's length with bits past the 32nd",
+      delimited(0x0a, [0x0a, 0x85, 0x80, 0x80, 0x80, 0x10, ...text("title"), ...value(delimited(0x1a, text("t")))]),
+      { title: "t" },
+    ],
+    [
+      "a tag in two bytes",
+      delimited(0x0a, [0x8a, 0x00, 5, ...text("title"), ...value(delimited(0x1a, text("t")))]),
+      { title: "t" },
+    ],
+    ["a null of 5", delimited(0x0a, [...key("default"), ...value([0x08, 0x05])]), { default: null }],
+    ["a bool of 2", delimited(0x0a, [...key("default"), ...value([0x20, 0x02])]), { default: true }],
+    [
+      "two kinds in one Value",
+      delimited(0x0a, [...key("default"), ...value([...delimited(0x1a, text("a")), 0x20, 0x01])]),
+      { default: true },
+    ],
+    [
+      "the value before the key",
+      delimited(0x0a, [...value(delimited(0x1a, text("t"))), ...key("title")]),
+      { title: "t" },
+    ],
+    [
+      "a key twice in one entry",
+      delimited(0x0a, [...key("x"), ...key("title"), ...value(delimited(0x1a, text("t")))]),
+      { title: "t" },
+    ],
+    [
+      "an entry without its key (in a struct_value)",
+      delimited(0x0a, [
+        ...key("default"),
+        ...value(delimited(0x2a, delimited(0x0a, value(delimited(0x1a, text("t")))))),
+      ]),
+      { default: { "": "t" } },
+    ],
+    // Read as null, which the bytes do not hold.
+    ["an entry without its value", delimited(0x0a, key("default")), { default: null }],
+    ["a Value without a kind", delimited(0x0a, [...key("default"), ...value([])]), { default: null }],
+  ];
+  for (const [label, odd, read] of oddEntries) {
+    it(`encodes anew a schema with ${label}`, () => {
+      const raw = [...stringEntry("type", "object"), ...odd];
+      const { bytes, schema } = answer(registerRequest(raw));
+      expect(schema).to.deep.equal({ type: "object", ...read });
+      expect(contains(bytes, raw), "the bytes as read").to.equal(false);
+      expect(contains(bytes, [...encodeStruct(schema as JsonObject)]), "encoded anew").to.equal(true);
+    });
+  }
 
   it("encodes anew a schema sent in two parts (the second merges into the first)", () => {
-    const first = [...stringEntry("type", "object"), ...unknownField];
+    const first = sentTwice;
     const second = stringEntry("title", "second");
     const request = Uint8Array.from(
       delimited(0x12, [...delimited(0x0a, text("demo.twice")), ...delimited(0x2a, first), ...delimited(0x2a, second)]),
     );
     const { bytes, schema } = answer(request);
     expect(schema).to.deep.equal({ type: "object", title: "second" });
-    expect(contains(bytes, unknownField)).to.equal(false);
+    expect(contains(bytes, firstOfTwice)).to.equal(false);
     expect(fromBinary(RegisterToolResponseSchema, bytes).spec?.inputSchema).to.deep.equal(schema);
   });
 
   it("keeps nothing for other messages' Struct fields (a run's inputs)", () => {
-    const inputs = [...stringEntry("k", "v"), ...unknownField];
+    const inputs = [...stringEntry("k", "v1"), ...stringEntry("k", "v")];
     const request = fromBinaryFast(ExecuteToolRequestSchema, Uint8Array.from(delimited(0x1a, inputs)));
     expect(request.inputs).to.deep.equal({ k: "v" });
-    expect(contains(toBinaryFast(ExecuteToolRequestSchema, request), unknownField)).to.equal(false);
+    expect(contains(toBinaryFast(ExecuteToolRequestSchema, request), stringEntry("k", "v1"))).to.equal(false);
   });
 
   it("keeps only the latest schemas: an early one is encoded anew once hundreds more were read", () => {
-    const schema = [...stringEntry("type", "object"), ...unknownField];
+    const schema = sentTwice;
     const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(schema, "demo.early"));
     const encodeEarly = () => toBinaryFast(ToolSpecSchema, early.spec as NonNullable<typeof early.spec>);
-    expect(contains(encodeEarly(), unknownField), "kept while it is recent").to.equal(true);
+    expect(contains(encodeEarly(), firstOfTwice), "kept while it is recent").to.equal(true);
     for (let index = 0; index < 300; index++) {
       fromBinaryFast(RegisterToolRequestSchema, registerRequest(stringEntry("type", "object"), `demo.t${index}`));
     }
-    expect(contains(encodeEarly(), unknownField), "forgotten").to.equal(false);
+    expect(contains(encodeEarly(), firstOfTwice), "forgotten").to.equal(false);
     expect(fromBinary(ToolSpecSchema, encodeEarly()).inputSchema).to.deep.equal({ type: "object" });
   });
 });
