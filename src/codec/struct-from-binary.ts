@@ -66,6 +66,7 @@ function readEntry(reader: WireReader, end: number, target: JsonObject): void {
   }
   reader.endAt(end);
   if (key === undefined || value === undefined) reader.lossy = true;
+  else if (Object.prototype.hasOwnProperty.call(target, key)) reader.lossy = true;
   setOwn(target, key ?? "", value ?? null);
 }
 
@@ -147,9 +148,10 @@ function readList(reader: WireReader, end: number, target: JsonValue[]): JsonVal
 // most; a varint's bits past the 32nd are dropped in reading, which other decoders refuse), an
 // unknown field (its varint could be one that other decoders refuse as well), an
 // entry without its key or value or with either twice, a Value with more than one kind, a null
-// other than 0 and a bool other than 0 or 1. Only bytes read without any of these are echoed
-// (see struct-echo.ts). A key that appears twice in one Struct is not noted: protobuf's maps keep
-// the last, as the JSON read does.
+// other than 0 and a bool other than 0 or 1, a key that appears twice in one Struct (protobuf's maps
+// keep the last, as the JSON read does, but the checks made on the JSON never see the first: it
+// could hide anything, nesting deeper than other decoders read, say). Only bytes read without any
+// of these are echoed (see struct-echo.ts).
 
 function tagOf(reader: WireReader): number {
   // The tags of these messages' fields take one byte: a first byte of 0x80 or more is a longer form.

@@ -9,10 +9,16 @@ import { echoesStructFields } from "../../src/codec/struct-echo.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
 import "../../src/registry/registry-entry.js";
 import { validateSpec } from "../../src/registry/validate-spec.js";
+import { protobufRecursionLimit } from "../../src/server/protobuf-limits.js";
 import { randomJson, seededRandom } from "./random-messages.js";
 
 // Wire pieces, by hand: a field's tag, then its length when it is length-delimited.
-const delimited = (tag: number, content: readonly number[]): number[] => [tag, content.length, ...content];
+const delimited = (tag: number, content: readonly number[]): number[] => [tag, ...varint(content.length), ...content];
+function varint(value: number): number[] {
+  const bytes: number[] = [];
+  for (; value >= 0x80; value >>>= 7) bytes.push((value & 0x7f) | 0x80);
+  return [...bytes, value];
+}
 const text = (value: string): number[] => [...Buffer.from(value)];
 /** A Struct entry (fields = 1) of `key` with a Value holding the string `value` (string_value = 3). */
 const stringEntry = (key: string, value: string): number[] =>
@@ -20,18 +26,24 @@ const stringEntry = (key: string, value: string): number[] =>
 /** An unknown varint field (number 9) inside a Struct: valid protobuf that the JSON form drops. */
 const unknownField = [0x48, 0x07];
 /**
- * A key sent twice: protobuf's maps keep the last, so it reads as {"type": "object"}, and its bytes
- * are echoed as they are; encoded anew, the first ({@link firstOfTwice}) is gone.
+ * A Struct whose keys come in an order protobuf-es would not write them in, {"b": "x", "1": "y"}: a
+ * JavaScript object lists the integer-like key first, so encoded anew it starts with "1". Its bytes
+ * show whether a Struct was echoed or encoded anew.
  */
-const firstOfTwice = stringEntry("type", "string");
-const sentTwice = [...firstOfTwice, ...stringEntry("type", "object")];
+const reordered = [...stringEntry("b", "x"), ...stringEntry("1", "y")];
+/** A schema {"type": "object", "default": {"b": "x", "1": "y"}} with that Struct inside, as bytes. */
+const reorderedSchema = [
+  ...stringEntry("type", "object"),
+  ...delimited(0x0a, [...delimited(0x0a, text("default")), ...delimited(0x12, delimited(0x2a, reordered))]),
+];
+
 /** A RegisterToolRequest whose spec (field 2) has name (1) and, as input_schema (5), `schema`'s bytes. */
 const registerRequest = (schema: readonly number[], name = "demo.echo"): Uint8Array =>
   Uint8Array.from(delimited(0x12, [...delimited(0x0a, text(name)), ...delimited(0x2a, [...schema])]));
 
-/** Decodes a RegisterToolRequest as the server does, validates its spec, and encodes the response. */
+/** Decodes a RegisterToolRequest as the server does (its recursion limit), validates its spec, and encodes the response. */
 function answer(request: Uint8Array): { bytes: Uint8Array; schema: JsonObject | undefined } {
-  const decoded = fromBinaryFast(RegisterToolRequestSchema, request);
+  const decoded = fromBinaryFast(RegisterToolRequestSchema, request, { recursionLimit: protobufRecursionLimit });
   const { spec } = validateSpec(decoded.spec, undefined, { owned: true });
   const response = create(RegisterToolResponseSchema, { spec });
   return { bytes: toBinaryFast(RegisterToolResponseSchema, response), schema: spec.inputSchema };
@@ -72,14 +84,12 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
     }
   });
 
-  it("copies the schema's bytes as read: a key sent twice comes back twice, and the spec decodes the same", () => {
-    // Protobuf's maps keep the last of a key, as the JSON read does; re-encoding would write it once.
-    const schema = [...stringEntry("type", "string"), ...stringEntry("title", "t"), ...stringEntry("type", "object")];
-    const { bytes, schema: kept } = answer(registerRequest(schema));
-    expect(kept).to.deep.equal({ type: "object", title: "t" });
-    expect(contains(bytes, schema), "the schema's bytes as sent").to.equal(true);
+  it("copies the schema's bytes as read: its keys come back in their order, and the spec decodes the same", () => {
+    const { bytes, schema: kept } = answer(registerRequest(reorderedSchema));
+    expect(kept).to.deep.equal({ type: "object", default: { b: "x", "1": "y" } });
+    expect(contains(bytes, reorderedSchema), "the schema's bytes as sent").to.equal(true);
     const echoed = fromBinary(RegisterToolResponseSchema, bytes);
-    expect(echoed.spec?.inputSchema).to.deep.equal({ type: "object", title: "t" });
+    expect(echoed.spec?.inputSchema).to.deep.equal(kept);
     expect(echoed.spec?.name).to.equal("demo.echo");
   });
 
@@ -147,6 +157,8 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
       ]),
       { default: { "": "t" } },
     ],
+    // Maps keep the last, as the JSON read does; the checks made on the JSON never see the first.
+    ["a key sent twice", [...stringEntry("title", "hidden"), ...stringEntry("title", "t")], { title: "t" }],
     // Read as null, which the bytes do not hold.
     ["an entry without its value", delimited(0x0a, key("default")), { default: null }],
     ["a Value without a kind", delimited(0x0a, [...key("default"), ...value([])]), { default: null }],
@@ -161,34 +173,48 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
     });
   }
 
+  it("never answers with what a key sent twice hid: a value nested past other decoders' limit", () => {
+    let hidden = delimited(0x1a, text("deep")); // a Value holding a string, then 200 Structs around it
+    for (let level = 0; level < 200; level++)
+      hidden = delimited(0x2a, delimited(0x0a, [...delimited(0x0a, text("a")), ...delimited(0x12, hidden)]));
+    const hiding = delimited(0x0a, [...delimited(0x0a, text("description")), ...delimited(0x12, hidden)]);
+    const request = registerRequest([...hiding, ...stringEntry("description", "ok"), ...stringEntry("type", "object")]);
+    const { bytes, schema } = answer(request);
+    expect(schema).to.deep.equal({ description: "ok", type: "object" });
+    // protobuf-es (like upb, Python and C++) reads at most 100 levels by default.
+    expect(fromBinary(RegisterToolResponseSchema, bytes).spec?.inputSchema).to.deep.equal(schema);
+  });
+
   it("encodes anew a schema sent in two parts (the second merges into the first)", () => {
-    const first = sentTwice;
+    const first = reorderedSchema;
     const second = stringEntry("title", "second");
     const request = Uint8Array.from(
       delimited(0x12, [...delimited(0x0a, text("demo.twice")), ...delimited(0x2a, first), ...delimited(0x2a, second)]),
     );
     const { bytes, schema } = answer(request);
-    expect(schema).to.deep.equal({ type: "object", title: "second" });
-    expect(contains(bytes, firstOfTwice)).to.equal(false);
+    expect(schema).to.deep.equal({ type: "object", default: { b: "x", "1": "y" }, title: "second" });
+    expect(contains(bytes, reordered)).to.equal(false);
     expect(fromBinary(RegisterToolResponseSchema, bytes).spec?.inputSchema).to.deep.equal(schema);
   });
 
   it("keeps nothing for other messages' Struct fields (a run's inputs)", () => {
-    const inputs = [...stringEntry("k", "v1"), ...stringEntry("k", "v")];
-    const request = fromBinaryFast(ExecuteToolRequestSchema, Uint8Array.from(delimited(0x1a, inputs)));
-    expect(request.inputs).to.deep.equal({ k: "v" });
-    expect(contains(toBinaryFast(ExecuteToolRequestSchema, request), stringEntry("k", "v1"))).to.equal(false);
+    const request = fromBinaryFast(ExecuteToolRequestSchema, Uint8Array.from(delimited(0x1a, reordered)));
+    expect(request.inputs).to.deep.equal({ b: "x", "1": "y" });
+    expect(contains(toBinaryFast(ExecuteToolRequestSchema, request), reordered)).to.equal(false);
   });
 
   it("keeps only the latest schemas: an early one is encoded anew once hundreds more were read", () => {
-    const schema = sentTwice;
+    const schema = reorderedSchema;
     const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(schema, "demo.early"));
     const encodeEarly = () => toBinaryFast(ToolSpecSchema, early.spec as NonNullable<typeof early.spec>);
-    expect(contains(encodeEarly(), firstOfTwice), "kept while it is recent").to.equal(true);
+    expect(contains(encodeEarly(), reordered), "kept while it is recent").to.equal(true);
     for (let index = 0; index < 300; index++) {
       fromBinaryFast(RegisterToolRequestSchema, registerRequest(stringEntry("type", "object"), `demo.t${index}`));
     }
-    expect(contains(encodeEarly(), firstOfTwice), "forgotten").to.equal(false);
-    expect(fromBinary(ToolSpecSchema, encodeEarly()).inputSchema).to.deep.equal({ type: "object" });
+    expect(contains(encodeEarly(), reordered), "forgotten").to.equal(false);
+    expect(fromBinary(ToolSpecSchema, encodeEarly()).inputSchema).to.deep.equal({
+      type: "object",
+      default: { b: "x", "1": "y" },
+    });
   });
 });
