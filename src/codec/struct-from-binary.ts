@@ -143,15 +143,17 @@ function readList(reader: WireReader, end: number, target: JsonValue[]): JsonVal
 }
 
 // What these three messages are read with, noting on the reader (`WireReader.lossy`) whatever
-// protobuf-es would not write back as it was read: a tag or a length in more bytes than it needs
-// or in four bytes or more (only Structs under 64 KiB are echoed, whose lengths take three at
-// most; a varint's bits past the 32nd are dropped in reading, which other decoders refuse), an
-// unknown field (its varint could be one that other decoders refuse as well), an
-// entry without its key or value or with either twice, a Value with more than one kind, a null
-// other than 0 and a bool other than 0 or 1, a key that appears twice in one Struct (protobuf's maps
-// keep the last, as the JSON read does, but the checks made on the JSON never see the first: it
-// could hide anything, nesting deeper than other decoders read, say). Only bytes read without any
-// of these are echoed (see struct-echo.ts).
+// protobuf-es would not write back as it was read, so that such bytes are never echoed (see
+// struct-echo.ts):
+// - a tag or a length in more bytes than it needs, or in four bytes or more (only Structs under
+//   64 KiB are echoed, whose lengths take three at most; a varint's bits past the 32nd are dropped
+//   in reading, which other decoders refuse);
+// - an unknown field (its varint could be one that other decoders refuse as well);
+// - an entry without its key or value, with either twice, or with the value first;
+// - a key that appears twice in one Struct: protobuf's maps keep the last, as the JSON read does,
+//   but the checks made on the JSON never see the first, which could hide anything (nesting deeper
+//   than other decoders read, say);
+// - a Value with more than one kind, a null other than 0, a bool other than 0 or 1.
 
 function tagOf(reader: WireReader): number {
   // The tags of these messages' fields take one byte: a first byte of 0x80 or more is a longer form.
