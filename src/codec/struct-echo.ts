@@ -3,10 +3,10 @@ import type { BinaryOut } from "./binary-out.js";
 import { writeStructFields } from "./struct-binary.js";
 
 /**
- * The bytes that JSON objects of some Struct fields were decoded from, kept for a while so that an
- * answer carrying the same object back copies them instead of encoding it again. RegisterTool
- * answers with the spec it registered, schemas included: encoding a 1 KiB schema cost about as
- * much as checking it. Kept only:
+ * The bytes that JSON objects of some Struct fields were decoded from, kept so that an answer
+ * carrying the same object back copies them instead of encoding it again. RegisterTool answers
+ * with the spec it registered, schemas included: encoding a 1 KiB schema cost about as much as
+ * checking it. Kept only:
  * - for the Struct fields of the message types named with {@link echoStructFieldsOf}, whose
  *   objects nobody changes once decoded (ToolSpec: a registry's specs are shared with every
  *   reader, and no other holder of a decoded spec changes its schemas);
@@ -16,19 +16,22 @@ import { writeStructFields } from "./struct-binary.js";
  *   client's decoder could read otherwise, or refuse;
  * - for Structs of at most {@link maxEchoedBytes}, held as a one-byte string (a copy for a fraction
  *   of a microsecond, where a copy in a buffer of its own costs an ArrayBuffer);
- * - weakly, and for the latest {@link capacity} objects decoded: an object dropped (a request that
- *   failed its checks) takes its bytes with it, and one kept (a registered spec) holds them only
- *   until newer ones push it out of the ring, so that memory does not grow with the registry.
+ * - weakly, and until they are copied once: an object dropped (a request that failed its checks)
+ *   takes its bytes with it, and the answer that echoes an object (RegisterTool's, or GetTool's of
+ *   a spec just unpacked) lets go of them. What an object holds that no answer echoes (a spec a
+ *   provider announced, until the registry packs it) is at most its own encoding, a fraction of
+ *   what the decoded object itself takes.
+ *
+ * The latest objects were once kept in a ring of `WeakRef`s, so that any answer within the next
+ * few hundred decodes could echo them: making a `WeakRef` per schema cost more than the second
+ * echoes it allowed (decoding and answering RegisterTool in one process: 0.87–0.95× the time
+ * without the ring).
  */
-const capacity = 256;
 /** Larger Structs are not kept: they are rare, and each copy would be as large. */
 export const maxEchoedBytes = 64 * 1024;
 
 const echoingTypes = new WeakSet<DescMessage>();
 const kept = new WeakMap<JsonObject, string>();
-/** The objects kept, weakly, in a ring: the one at `next` is the oldest, forgotten when another comes. */
-const ring = new Array<WeakRef<JsonObject> | undefined>(capacity);
-let next = 0;
 
 /** Keeps the decoded bytes of `schema`'s Struct fields (see the module comment). */
 export function echoStructFieldsOf(schema: DescMessage): void {
@@ -45,10 +48,6 @@ export function echoesStructFields(schema: DescMessage): boolean {
  * {@link maxEchoedBytes}) as the encoding of `object`, just decoded from them.
  */
 export function keepStructBytes(object: JsonObject, bytes: string): void {
-  const oldest = ring[next]?.deref();
-  if (oldest) kept.delete(oldest);
-  ring[next] = new WeakRef(object);
-  next = (next + 1) % capacity;
   kept.set(object, bytes);
 }
 
@@ -57,9 +56,16 @@ export function forgetStructBytes(object: JsonObject): void {
   kept.delete(object);
 }
 
-/** Writes a JSON object as a Struct's fields: the bytes it was decoded from when they are kept. */
+/**
+ * Writes a JSON object as a Struct's fields: the bytes it was decoded from when they are kept, and
+ * then forgets them (see the module comment).
+ */
 export function writeJsonObjectFields(out: BinaryOut, object: JsonObject): void {
   const bytes = kept.get(object);
-  if (bytes) out.latin1(bytes);
-  else writeStructFields(out, object);
+  if (bytes === undefined) {
+    writeStructFields(out, object);
+    return;
+  }
+  kept.delete(object);
+  out.latin1(bytes);
 }

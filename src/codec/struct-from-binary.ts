@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { maxRecurringKeyBytes, maxRecurringValueBytes, recurringString } from "./recurring-strings.js";
 import { notDecoded, wireBit64, wireDelimited, wireVarint, type WireReader } from "./wire-reader.js";
 
 /**
@@ -57,7 +58,7 @@ function readEntry(reader: WireReader, end: number, target: JsonObject): void {
     if (tag === tagKey) {
       // A key after another, or after the value: not the order protobuf-es writes.
       if (key !== undefined || value !== undefined) reader.lossy = true;
-      key = stringOf(reader);
+      key = recurringString(reader, maxRecurringKeyBytes) ?? stringOf(reader);
     } else if (tag === tagValue) {
       if (value !== undefined) reader.lossy = true;
       value = readValue(reader, delimitedOf(reader), value, authorKeyed.has(key ?? ""));
@@ -96,7 +97,7 @@ export function readValue(
         current = reader.double();
         break;
       case tagString:
-        current = stringOf(reader);
+        current = recurringString(reader, maxRecurringValueBytes) ?? stringOf(reader);
         break;
       case tagBool: {
         const byte = reader.buf[reader.pos];

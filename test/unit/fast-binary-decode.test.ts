@@ -195,6 +195,36 @@ describe("fromBinaryFast()", function () {
     expect(compared).to.equal(10 * pieces.length * 3);
   });
 
+  it("decodes thousands of recurring Struct keys and values, in two orders, as fromBinary does", () => {
+    // More distinct strings than the table of recurring strings has slots (see recurring-strings.ts),
+    // of every length around its bounds (keys up to 40 bytes, values up to 24), each decoded twice:
+    // collisions, misses and hits must all give the string the bytes spell.
+    const random = seededRandom(7);
+    const texts: string[] = [];
+    for (let index = 0; index < 5000; index++) {
+      const length = index % 45;
+      let text = "";
+      for (let at = 0; at < length; at++) text += String.fromCharCode(0x20 + Math.floor(random() * 95));
+      texts.push(text);
+    }
+    texts.push("é".repeat(3), "x".repeat(40) + "é", "\u0000");
+    for (const order of [texts, [...texts].reverse()]) {
+      for (let start = 0; start < order.length; start += 100) {
+        const inputs: JsonObject = {};
+        for (const text of order.slice(start, start + 100)) inputs[text] = { type: text, list: [text, text] };
+        const request = create(ExecuteToolRequestSchema, { inputs });
+        expectCompiledAsProtobufEs(
+          ExecuteToolRequestSchema,
+          toBinary(ExecuteToolRequestSchema, request),
+          `at ${start}`,
+        );
+      }
+    }
+    // A key whose length runs past the end of the bytes: refused as fromBinary refuses it.
+    const cut = [0x0a, 0x05, ...Buffer.from("type")];
+    expect(expectSameOutcome(ExecuteToolRequestSchema, Uint8Array.from([0x1a, 0x08, 0x0a, 0x06, ...cut]))).to.equal(1);
+  });
+
   it("stops nesting at the recursion limit as fromBinary does, and never overflows the stack differently", () => {
     const options = { recursionLimit: protobufRecursionLimit };
     const shallow = toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { inputs: nest(450) }));
