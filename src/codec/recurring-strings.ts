@@ -22,7 +22,7 @@ export const maxRecurringValueBytes = 24;
 
 /**
  * The string of the length-delimited field at the reader's position when it is ASCII and at most
- * `maxBytes` long (less than 128, so that its length takes one byte): from the table when the
+ * `maxBytes` long and its length takes one byte: from the table when the
  * table holds it, otherwise decoded and put there. Undefined, with the reader where it was, for any
  * other string or a length running past the bytes: the caller reads those as usual. (A length in
  * one byte is never a longer form than it needs: nothing for `WireReader.lossy`.)
@@ -30,7 +30,8 @@ export const maxRecurringValueBytes = 24;
 export function recurringString(reader: WireReader, maxBytes: number): string | undefined {
   const buf = reader.buf;
   const length = buf[reader.pos];
-  if (length === undefined || length > maxBytes) return undefined;
+  // A first byte of 0x80 or more starts a longer length, whatever `maxBytes` says.
+  if (length === undefined || length > maxBytes || length >= 0x80) return undefined;
   const start = reader.pos + 1;
   const end = start + length;
   if (end > buf.length) return undefined;

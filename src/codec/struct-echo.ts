@@ -17,21 +17,23 @@ import { writeStructFields } from "./struct-binary.js";
  * - for Structs of at most {@link maxEchoedBytes}, held as a one-byte string (a copy for a fraction
  *   of a microsecond, where a copy in a buffer of its own costs an ArrayBuffer);
  * - weakly, and until they are copied once: an object dropped (a request that failed its checks)
- *   takes its bytes with it, and the answer that echoes an object (RegisterTool's, or GetTool's of
- *   a spec just unpacked) lets go of them. What an object holds that no answer echoes (a spec a
- *   provider announced, until the registry packs it) is at most its own encoding, a fraction of
- *   what the decoded object itself takes.
+ *   takes its bytes with it, and the first encoding that copies them (RegisterTool's answer, a
+ *   GetTool answer of a spec just unpacked; or a watch event, or the packer) lets go of them. A
+ *   spec whose answer was never encoded (its call cancelled) holds them until the registry packs
+ *   it: at most its Struct's encoding, {@link maxEchoedBytes} per Struct. The registry holds its
+ *   own copy of the specs a provider announces, which keeps none (the announcement's objects keep
+ *   theirs while the connection holds the announcement).
  *
  * The latest objects were once kept in a ring of `WeakRef`s, so that any answer within the next
  * few hundred decodes could echo them: making a `WeakRef` per schema cost more than the second
  * echoes it allowed (decoding and answering RegisterTool in one process: 0.87–0.95× the time
  * without the ring).
  */
-/** Larger Structs are not kept: they are rare, and each copy would be as large. */
-export const maxEchoedBytes = 64 * 1024;
-
 const echoingTypes = new WeakSet<DescMessage>();
 const kept = new WeakMap<JsonObject, string>();
+
+/** Larger Structs are not kept: they are rare, and each copy would be as large. */
+export const maxEchoedBytes = 64 * 1024;
 
 /** Keeps the decoded bytes of `schema`'s Struct fields (see the module comment). */
 export function echoStructFieldsOf(schema: DescMessage): void {
