@@ -44,7 +44,8 @@ export interface BenchOptions {
 /** Usage text of `npm run bench -- --help`. */
 export const usage = `npm run bench [-- options]
   --full          the long run: 5 rounds, 100,000 tools, 10,000 concurrent runs, a burst of 500 ms runs
-                  each round (quick: 3 rounds, 20,000 tools in process, 10,000 timed over gRPC, 2,000 runs,
+                  each round (quick: 3 rounds, 20,000 tools in process, 10,000 timed over gRPC after 10,000
+                  untimed, 2,000 runs,
                   a burst of 100 ms runs each round;
                   case 7 fills the registry to 100,000 tools over gRPC in both modes)
   --rounds N      rounds to interleave the cases over
@@ -91,7 +92,7 @@ export function readOptions(argv: readonly string[]): BenchOptions & { readonly 
     watchers: 1_000,
     concurrentRuns: full ? 10_000 : 2_000,
     sleepMs: 1_000,
-    wireRegistryTools: full ? 100_000 : 10_000,
+    wireRegistryTools: full ? 100_000 : 20_000,
     burstRuns: 10_000,
     burstSleepMs: full ? 500 : 100,
     cases,

@@ -9,19 +9,31 @@ const eventLoopTargetMs = 50;
 /** The ratios of the over-the-wire cases (7 registrations, 8 admission burst) for these options. */
 export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
   const tools = thousands(options.wireRegistryTools);
+  const warmup = thousands(Math.min(10_000, Math.floor(options.wireRegistryTools / 2)));
   return [
     {
       caseNumber: 7,
-      measure: `RegisterTool over gRPC, distinct ~1 KiB schemas, 64 in flight (${tools} tools): registrations/s ÷ a bare grpc-js server answering the same bytes`,
+      measure: `RegisterTool over gRPC, distinct ~1 KiB schemas, 64 in flight, from ${warmup} to ${tools} tools (after ${warmup} untimed): registrations/s ÷ a bare grpc-js server answering the same bytes`,
       unit: "regs/s",
       better: "higher",
       target: { op: ">=", value: 5000, on: "ours" },
-      headline:
-        "registrations/s over gRPC, distinct 1 KiB schemas (baseline: bare grpc-js server taking the same RegisterTool bytes)",
+      headline: `registrations/s over gRPC, distinct 1 KiB schemas, after ${warmup} of warm-up (baseline: bare grpc-js server taking the same RegisterTool bytes)`,
       pick: (r) =>
         r.registration && {
           ours: r.registration.registrationsPerSecond,
           baseline: r.registration.baselinePerSecond,
+          verified: r.registration.check.verified,
+        },
+    },
+    {
+      caseNumber: 7,
+      measure: `RegisterTool: the first ${warmup} on a fresh server (this client alone): registrations/s ÷ the same to a fresh bare grpc-js server`,
+      unit: "regs/s",
+      better: "higher",
+      pick: (r) =>
+        r.registration && {
+          ours: r.registration.first.registrationsPerSecond,
+          baseline: r.registration.first.baselinePerSecond,
           verified: r.registration.check.verified,
         },
     },
@@ -53,11 +65,11 @@ export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
     },
     {
       caseNumber: 8,
-      measure: `burst of ${thousands(options.burstRuns)} StartExecution of builtin.sleep over gRPC, 512 in flight: admissions/s ÷ a bare grpc-js server answering the same bytes`,
+      measure: `a second burst of ${thousands(options.burstRuns)} StartExecution of builtin.sleep over gRPC, 512 in flight, once the first's runs ended: admissions/s ÷ a bare grpc-js server answering the same bytes (its second burst)`,
       unit: "runs/s",
       better: "higher",
       target: { op: ">=", value: 10_000, on: "ours" },
-      headline: `${thousands(options.burstRuns)}-run burst (StartExecution over gRPC): admissions/s (baseline: bare grpc-js server taking the same bytes)`,
+      headline: `${thousands(options.burstRuns)}-run burst (StartExecution over gRPC), the second on a server: admissions/s (baseline: bare grpc-js server taking the same bytes)`,
       pick: (r) =>
         r.admission && {
           ours: r.admission.admissionsPerSecond,
@@ -67,21 +79,33 @@ export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
     },
     {
       caseNumber: 8,
-      measure: `the burst: server event-loop delay p99 (its /metrics) ÷ the ${eventLoopTargetMs} ms target`,
+      measure: `the first burst, on a fresh server (after 1,000 no-op runs): admissions/s ÷ the bare grpc-js server's first burst`,
+      unit: "runs/s",
+      better: "higher",
+      pick: (r) =>
+        r.admission && {
+          ours: r.admission.first.admissionsPerSecond,
+          baseline: r.admission.first.baselinePerSecond,
+          verified: r.admission.check.verified,
+        },
+    },
+    {
+      caseNumber: 8,
+      measure: `the bursts: server event-loop delay p99 (its /metrics), the higher of the two, ÷ the ${eventLoopTargetMs} ms target`,
       unit: "ms",
       better: "lower",
       target: { op: "<", value: eventLoopTargetMs, on: "ours" },
-      headline: `${thousands(options.burstRuns)}-run burst: server event-loop delay p99 (baseline: the target)`,
+      headline: `${thousands(options.burstRuns)}-run bursts: server event-loop delay p99, the higher of the two (baseline: the target)`,
       pick: (r) =>
         r.admission && {
-          ours: r.admission.eventLoopP99Ms,
+          ours: Math.max(r.admission.eventLoopP99Ms, r.admission.first.eventLoopP99Ms),
           baseline: eventLoopTargetMs,
           verified: r.admission.check.verified,
         },
     },
     {
       caseNumber: 8,
-      measure: "the burst: GetTool p99 from another process ÷ the same in the second before it",
+      measure: "the second burst: GetTool p99 from another process ÷ the same in the second before it",
       unit: "ms",
       better: "lower",
       pick: (r) =>
@@ -93,7 +117,7 @@ export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
     },
     {
       caseNumber: 8,
-      measure: `the burst: time until every run ended ÷ runs × ${options.burstSleepMs} ms ÷ the server's max concurrent runs`,
+      measure: `the second burst: time until every run ended ÷ runs × ${options.burstSleepMs} ms ÷ the server's max concurrent runs`,
       unit: "ms",
       better: "lower",
       pick: (r) =>

@@ -19,14 +19,25 @@ import { readProcessMemory } from "../lib/proc-memory.js";
 import type { FailedCall } from "../lib/send-result.js";
 import { waitForSettledMemory } from "../lib/settled-memory.js";
 
+/** The registrations that warm a fresh server up, sent before the timed chunks, and their rate. */
+export interface FirstRegistrations {
+  readonly registrations: number;
+  /** Registrations/s of a fresh toolruntime, this client alone. */
+  readonly registrationsPerSecond: number;
+  /** The same bytes to a fresh bare grpc-js server, this client alone. */
+  readonly baselinePerSecond: number;
+}
+
 /** What the registration case (7) measured: RegisterTool over gRPC and the server's memory. */
 export interface RegistrationResult {
-  /** Tools in the default registry at the end (the built-in ones included). */
+  /** Tools in the default registry at the end of the timed chunks (the built-in ones included). */
   readonly tools: number;
-  /** Tools this case registered: `tools` less the built-in ones. */
+  /** Tools this case registered by then: `tools` less the built-in ones (the first ones warm up). */
   readonly registered: number;
-  /** Registrations in the timed chunks (the first chunk warms up and is not timed). */
+  /** Registrations in the timed chunks, after the warm-up. */
   readonly timed: number;
+  /** The warm-up: a fresh server's first registrations (V8 compiles the server's code meanwhile). */
+  readonly first: FirstRegistrations;
   readonly connections: number;
   readonly inFlightPerConnection: number;
   /** Mean size of one RegisterToolRequest, in bytes. */
@@ -79,6 +90,12 @@ export interface RegistrationOptions {
 }
 
 const chunkSize = 500;
+/**
+ * Registrations that warm each server up before the timed chunks (at most half of those the case
+ * makes): during a fresh server's first 10,000, V8 compiled its code on the other core for about
+ * 60 µs a registration (`--trace-opt`, December 6), a cost of starting, not of registering.
+ */
+const warmupRegistrations = 10_000;
 /** Tools in the default registry when memory is measured: its limit, and the target's figure. */
 const fullRegistry = 100_000;
 // 64 in flight, as in the h2load cases and the targets. With the node:http2 client, 8 × 16, 4 × 32
@@ -111,11 +128,13 @@ function failures(what: string, failed: readonly FailedCall[]): string[] {
  * Registers tools over gRPC on a fresh toolruntime (default configuration) until its default
  * registry holds `tools`, each with a ~1 KiB input schema unlike any other, in a shuffled order,
  * 64 calls in flight (4 connections × 16) from the bench's node:http2 gRPC client (a grpc-js
- * client cost about twice its CPU per call and bounded the baseline). The same chunks of request
- * bytes go, chunk by chunk and alternately, to a bare grpc-js server that answers each with a real
- * RegisterToolResponse: the baseline, what the client and the transport alone can do. Success is
- * checked on the server's counters (RegisterTool calls by code) and its final tool count; memory
- * from /proc.
+ * client cost about twice its CPU per call and bounded the baseline). The first 10,000 (at most
+ * half) warm the server up and are timed apart: a fresh server's first registrations are largely
+ * V8 compiling its code on the other core. Then the same chunks of request bytes go, chunk by
+ * chunk and alternately, to the toolruntime and to a bare grpc-js server (warmed up with the same
+ * first 10,000) that answers each with a real RegisterToolResponse: the baseline, what the client
+ * and the transport alone can do. Success is checked on the server's counters (RegisterTool calls
+ * by code) and its final tool count; memory from /proc.
  */
 export async function measureRegistration(options: RegistrationOptions): Promise<RegistrationResult> {
   const server = await launchServer("toolruntime");
@@ -131,10 +150,13 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       throw new Error("registration: the server's metrics or memory are unreadable");
     const registered = options.tools - builtins;
     const order = shuffledIndices(registered);
+    const warmupCount = Math.min(warmupRegistrations, Math.floor(registered / 2));
     const chunks: number[][] = [];
-    for (let start = 0; start < registered; start += chunkSize) chunks.push(order.slice(start, start + chunkSize));
+    for (let start = warmupCount; start < registered; start += chunkSize) {
+      chunks.push(order.slice(start, Math.min(start + chunkSize, registered)));
+    }
     ours = await openHttp2GrpcConnections(hostPort(server.grpcUrl), connections);
-    const warmupBodies = encodeChunk(chunks[0] ?? []);
+    const warmupBodies = encodeChunk(order.slice(0, warmupCount));
     const warmup = await sendAll(ours, registerPath, warmupBodies, inFlightPerConnection);
     const sample = warmup.responses.find((response) => response !== undefined);
     if (!sample)
@@ -142,6 +164,11 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     baseline = await launchServer("grpc-echo", { echoPath: registerPath, echoResponse: sample });
     theirs = await openHttp2GrpcConnections(hostPort(baseline.grpcUrl), connections);
     const baselineWarmup = await sendAll(theirs, registerPath, warmupBodies, inFlightPerConnection);
+    const first: FirstRegistrations = {
+      registrations: warmupCount,
+      registrationsPerSecond: warmupCount / (warmup.elapsedMs / 1000),
+      baselinePerSecond: warmupCount / (baselineWarmup.elapsedMs / 1000),
+    };
 
     const before = await readSettledCounters(httpUrl, scope);
     const window = openLoadWindow();
@@ -158,7 +185,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     };
     const failed: FailedCall[] = [];
     const baselineFailed: FailedCall[] = [...baselineWarmup.failed];
-    for (const [position, indices] of chunks.slice(1).entries()) {
+    for (const [position, indices] of chunks.entries()) {
       const bodies = encodeChunk(indices);
       totals.bytes += bodies.reduce((sum, body) => sum + body.length, 0);
       const runOurs = async (): Promise<void> => {
@@ -224,6 +251,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       tools: options.tools,
       registered,
       timed: totals.timed,
+      first,
       connections,
       inFlightPerConnection,
       requestBytes: totals.bytes / Math.max(1, totals.timed),
