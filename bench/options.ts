@@ -44,8 +44,8 @@ export interface BenchOptions {
 /** Usage text of `npm run bench -- --help`. */
 export const usage = `npm run bench [-- options]
   --full          the long run: 5 rounds, 100,000 tools, 10,000 concurrent runs, a burst of 500 ms runs
-                  each round (quick: 3 rounds, 20,000 tools in process, 10,000 timed over gRPC after 10,000
-                  untimed, 2,000 runs,
+                  each round (quick: 3 rounds, 20,000 tools in process, 19,500 timed over gRPC in two windows,
+                  2,000 runs, two bursts
                   a burst of 100 ms runs each round;
                   case 7 fills the registry to 100,000 tools over gRPC in both modes)
   --rounds N      rounds to interleave the cases over

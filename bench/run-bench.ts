@@ -75,8 +75,10 @@ async function runStep(
         baselineFirst: round.round % 2 === 0,
       }));
       const figure = `${formatFigure(r.registrationsPerSecond)} registrations/s`;
-      record("RegisterTool over gRPC (case 7)", figure, r.check, r.machine);
-      return `registration over gRPC: ${figure} (bare ${formatFigure(r.baselinePerSecond)}), RSS at 100,000 tools ${formatFigure(r.rssBytes / 1e6)} MB, settled ${formatFigure(r.rssAt100kBytes / 1e6)} MB after ${formatFigure(r.settleMs / 1000)} s, ${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
+      const firstFigure = `${formatFigure(r.first.registrationsPerSecond)} registrations/s`;
+      record("RegisterTool over gRPC (case 7), a fresh server's first window", firstFigure, r.check, r.first.machine);
+      record("RegisterTool over gRPC (case 7), the second window", figure, r.check, r.machine);
+      return `registration over gRPC: first window ${firstFigure} (bare ${formatFigure(r.first.baselinePerSecond)}), second ${figure} (bare ${formatFigure(r.baselinePerSecond)}), RSS at 100,000 tools ${formatFigure(r.rssBytes / 1e6)} MB, settled ${formatFigure(r.rssAt100kBytes / 1e6)} MB after ${formatFigure(r.settleMs / 1000)} s, ${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
     }
     case "admission": {
       const a = (round.admission = await measureAdmission({
@@ -85,8 +87,10 @@ async function runStep(
         baselineFirst: round.round % 2 === 0,
       }));
       const figure = `${formatFigure(a.admissionsPerSecond)} admissions/s`;
+      const firstFigure = `${formatFigure(a.first.admissionsPerSecond)} admissions/s`;
+      record("StartExecution bursts over gRPC (case 8), a fresh server's first", firstFigure, a.check, a.first.machine);
       record("StartExecution bursts over gRPC (case 8), the second", figure, a.check, a.machine);
-      return `admission bursts: first ${formatFigure(a.first.admissionsPerSecond)} admissions/s (bare ${formatFigure(a.first.baselinePerSecond)}), event-loop p99 ${formatFigure(a.first.eventLoopP99Ms)} ms; second ${figure} (bare ${formatFigure(a.baselinePerSecond)}), event-loop p99 ${formatFigure(a.eventLoopP99Ms)} ms, GetTool p99 ${formatFigure(a.getToolBurstP99Ms)} ms, all ended in ${formatFigure(a.drainMs)} ms, ${describeCheck(a.check)}, ${describeLoad(a.machine)}`;
+      return `admission bursts: first ${firstFigure} (bare ${formatFigure(a.first.baselinePerSecond)}), event-loop p99 ${formatFigure(a.first.eventLoopP99Ms)} ms; second ${figure} (bare ${formatFigure(a.baselinePerSecond)}), event-loop p99 ${formatFigure(a.eventLoopP99Ms)} ms, GetTool p99 ${formatFigure(a.getToolBurstP99Ms)} ms, all ended in ${formatFigure(a.drainMs)} ms, ${describeCheck(a.check)}, ${describeLoad(a.machine)}`;
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { BenchOptions } from "../options.js";
 import { thousands } from "./inproc-ratio-definitions.js";
 import type { RatioDefinition } from "./ratio-definitions.js";
+import { firstWindowTools } from "../wire/registration.js";
 
 const mb = (bytes: number): number => bytes / 1e6;
 /** The event-loop delay target of the admission burst, in milliseconds: the baseline of its row. */
@@ -9,27 +10,15 @@ const eventLoopTargetMs = 50;
 /** The ratios of the over-the-wire cases (7 registrations, 8 admission burst) for these options. */
 export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
   const tools = thousands(options.wireRegistryTools);
-  const warmup = thousands(Math.min(10_000, Math.floor(options.wireRegistryTools / 2)));
+  const firstTools = thousands(Math.min(firstWindowTools, Math.floor(options.wireRegistryTools / 2)));
   return [
     {
       caseNumber: 7,
-      measure: `RegisterTool over gRPC, distinct ~1 KiB schemas, 64 in flight, from ${warmup} to ${tools} tools (after ${warmup} untimed): registrations/s ÷ a bare grpc-js server answering the same bytes`,
+      measure: `RegisterTool over gRPC, distinct ~1 KiB schemas, 64 in flight, a fresh server's first ${firstTools} tools (after a chunk of 500): registrations/s ÷ a bare grpc-js server answering the same bytes`,
       unit: "regs/s",
       better: "higher",
       target: { op: ">=", value: 5000, on: "ours" },
-      headline: `registrations/s over gRPC, distinct 1 KiB schemas, after ${warmup} of warm-up (baseline: bare grpc-js server taking the same RegisterTool bytes)`,
-      pick: (r) =>
-        r.registration && {
-          ours: r.registration.registrationsPerSecond,
-          baseline: r.registration.baselinePerSecond,
-          verified: r.registration.check.verified,
-        },
-    },
-    {
-      caseNumber: 7,
-      measure: `RegisterTool: the first ${warmup} on a fresh server (this client alone): registrations/s ÷ the same to a fresh bare grpc-js server`,
-      unit: "regs/s",
-      better: "higher",
+      headline: `registrations/s over gRPC, distinct 1 KiB schemas, a fresh server's first ${firstTools} tools (baseline: bare grpc-js server taking the same RegisterTool bytes)`,
       pick: (r) =>
         r.registration && {
           ours: r.registration.first.registrationsPerSecond,
@@ -39,7 +28,21 @@ export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
     },
     {
       caseNumber: 7,
-      measure: "RegisterTool: server CPU per registration ÷ the bare grpc-js server's",
+      measure: `RegisterTool over gRPC, the same, from ${firstTools} to ${tools} tools (a server under way): registrations/s ÷ a bare grpc-js server answering the same bytes`,
+      unit: "regs/s",
+      better: "higher",
+      target: { op: ">=", value: 5000, on: "ours" },
+      headline: `registrations/s over gRPC, distinct 1 KiB schemas, from ${firstTools} to ${tools} tools (baseline: bare grpc-js server taking the same RegisterTool bytes)`,
+      pick: (r) =>
+        r.registration && {
+          ours: r.registration.registrationsPerSecond,
+          baseline: r.registration.baselinePerSecond,
+          verified: r.registration.check.verified,
+        },
+    },
+    {
+      caseNumber: 7,
+      measure: `RegisterTool: server CPU per registration ÷ the bare grpc-js server's, from ${firstTools} to ${tools} tools`,
       unit: "ms",
       better: "lower",
       pick: (r) =>
@@ -65,27 +68,29 @@ export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
     },
     {
       caseNumber: 8,
-      measure: `a second burst of ${thousands(options.burstRuns)} StartExecution of builtin.sleep over gRPC, 512 in flight, once the first's runs ended: admissions/s ÷ a bare grpc-js server answering the same bytes (its second burst)`,
+      measure: `a burst of ${thousands(options.burstRuns)} StartExecution of builtin.sleep over gRPC, 512 in flight, the first on a fresh server (after 1,000 no-op runs): admissions/s ÷ a bare grpc-js server answering the same bytes (its first burst)`,
       unit: "runs/s",
       better: "higher",
       target: { op: ">=", value: 10_000, on: "ours" },
-      headline: `${thousands(options.burstRuns)}-run burst (StartExecution over gRPC), the second on a server: admissions/s (baseline: bare grpc-js server taking the same bytes)`,
+      headline: `${thousands(options.burstRuns)}-run burst (StartExecution over gRPC), a fresh server's first: admissions/s (baseline: bare grpc-js server taking the same bytes)`,
       pick: (r) =>
         r.admission && {
-          ours: r.admission.admissionsPerSecond,
-          baseline: r.admission.baselinePerSecond,
+          ours: r.admission.first.admissionsPerSecond,
+          baseline: r.admission.first.baselinePerSecond,
           verified: r.admission.check.verified,
         },
     },
     {
       caseNumber: 8,
-      measure: `the first burst, on a fresh server (after 1,000 no-op runs): admissions/s ÷ the bare grpc-js server's first burst`,
+      measure: `the same burst again, once every run of the first ended (a server under way): admissions/s ÷ the bare grpc-js server's second burst`,
       unit: "runs/s",
       better: "higher",
+      target: { op: ">=", value: 10_000, on: "ours" },
+      headline: `${thousands(options.burstRuns)}-run burst (StartExecution over gRPC), the server's second: admissions/s (baseline: bare grpc-js server taking the same bytes)`,
       pick: (r) =>
         r.admission && {
-          ours: r.admission.first.admissionsPerSecond,
-          baseline: r.admission.first.baselinePerSecond,
+          ours: r.admission.admissionsPerSecond,
+          baseline: r.admission.baselinePerSecond,
           verified: r.admission.check.verified,
         },
     },

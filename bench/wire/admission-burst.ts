@@ -38,8 +38,10 @@ export interface FirstBurst {
   readonly serverCpuMsPerAdmission: number;
   readonly eventLoopP99Ms: number;
   readonly eventLoopMaxMs: number;
+  readonly getToolIdleP99Ms: number;
   readonly getToolBurstP99Ms: number;
   readonly drainMs: number;
+  readonly machine: MachineLoad;
 }
 
 /**
@@ -72,7 +74,7 @@ export interface AdmissionResult {
   /** runs × sleepMs ÷ the server's max_concurrent_runs: the least time the runs can take. */
   readonly idealDrainMs: number;
   readonly maxConcurrentRuns: number;
-  /** The runs' outcomes by the server's counters (`toolruntime_executions_total` of the tool). */
+  /** Both bursts' runs' outcomes by the server's counters (`toolruntime_executions_total` of the tool). */
   readonly outcomes: Readonly<Record<string, number>>;
   /** Runs of the second burst that ListExecutions lists as SUCCEEDED (every one must be; the first's are checked too). */
   readonly listedSucceeded: number;
@@ -128,11 +130,26 @@ function failures(what: string, failed: readonly FailedCall[]): string[] {
   return first ? [`${what}: ${failed.length} calls failed, e.g. code ${first.code}: ${first.details}`] : [];
 }
 
-/** A GetTool prober in its own process (see get-tool-prober.ts). */
+/** A GetTool prober in its own process (see get-tool-prober.ts); refused if it is not ready within 10 s. */
 async function startProber(address: string) {
   const child = fork(proberScript, [address, sleepTool], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const [ready] = (await once(child, "message")) as [{ ready?: boolean }];
-  if (!ready.ready) throw new Error("the GetTool prober did not start");
+  try {
+    const ready = await new Promise<{ ready?: boolean }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("the GetTool prober was not ready within 10 s")), 10_000);
+      child.once("message", (message: { ready?: boolean }) => {
+        clearTimeout(timer);
+        resolve(message);
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the GetTool prober exited (code ${String(code)}) before it was ready`));
+      });
+    });
+    if (!ready.ready) throw new Error("the GetTool prober did not start");
+  } catch (error) {
+    child.kill();
+    throw error;
+  }
   return {
     /** CPU time the prober has used so far, in milliseconds. */
     cpuMs: () => (child.pid === undefined ? Number.NaN : (readProcessCpuMs(child.pid) ?? Number.NaN)),
@@ -219,6 +236,8 @@ async function burstBaseline(
   try {
     const warm = await burst(baseline.grpcUrl, bodyFile, 1000, workDir);
     const first = await burst(baseline.grpcUrl, bodyFile, runs, workDir);
+    // Ours waits for its runs to end and for a prober to start (about 2 s) between its bursts.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
     const second = await burst(baseline.grpcUrl, bodyFile, runs, workDir);
     return {
       firstPerSecond: first.requestsPerSecond,
@@ -260,8 +279,9 @@ async function burstWindow(
   workDir: string,
 ): Promise<BurstWindow> {
   const httpUrl = server.httpUrl as string;
-  const prober = await startProber(hostPort(server.grpcUrl));
+  let prober: Awaited<ReturnType<typeof startProber>> | undefined;
   try {
+    prober = await startProber(hostPort(server.grpcUrl));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const before = await readSettledCounters(httpUrl, scope); // its scrapes also reset the event-loop gauges
     prober.phase("burst");
@@ -289,7 +309,7 @@ async function burstWindow(
       machine,
     };
   } finally {
-    prober.kill();
+    prober?.kill();
   }
 }
 
@@ -334,6 +354,11 @@ export async function measureAdmission(options: AdmissionOptions): Promise<Admis
     const baseline = options.baselineFirst ? await burstBaseline(sample, burstFile, options.runs, workDir) : undefined;
 
     const idealDrainMs = (options.runs * options.sleepMs) / capabilities.maxConcurrentRuns;
+    if (capabilities.retainedExecutions < options.runs) {
+      throw new Error(
+        `admission: the server retains ${capabilities.retainedExecutions} finished runs, fewer than a burst's ${options.runs}: their listing cannot be checked`,
+      );
+    }
     const listedBefore = await listSucceeded(clients);
     const firstBurst = await burstWindow(server, burstFile, options.runs, idealDrainMs, workDir);
     // Retention keeps the latest 10,000 finished runs: each burst's are checked right after it.
@@ -397,8 +422,10 @@ export async function measureAdmission(options: AdmissionOptions): Promise<Admis
         serverCpuMsPerAdmission: firstBurst.serverCpuMs / options.runs,
         eventLoopP99Ms: firstBurst.eventLoopP99Ms,
         eventLoopMaxMs: firstBurst.eventLoopMaxMs,
+        getToolIdleP99Ms: p99(firstBurst.probes.idle),
         getToolBurstP99Ms: p99(firstBurst.probes.burst),
         drainMs: firstBurst.drainMs,
+        machine: firstBurst.machine,
       },
     };
   } finally {

@@ -19,24 +19,30 @@ import { readProcessMemory } from "../lib/proc-memory.js";
 import type { FailedCall } from "../lib/send-result.js";
 import { waitForSettledMemory } from "../lib/settled-memory.js";
 
-/** The registrations that warm a fresh server up, sent before the timed chunks, and their rate. */
+/**
+ * The first timed chunks, on a fresh server: from the first chunk (untimed) until the registry held
+ * {@link firstWindowTools} tools, interleaved with the baseline as the later chunks are.
+ */
 export interface FirstRegistrations {
+  /** Tools in the registry at the end of these chunks, built-in ones included. */
+  readonly tools: number;
   readonly registrations: number;
-  /** Registrations/s of a fresh toolruntime, this client alone. */
   readonly registrationsPerSecond: number;
-  /** The same bytes to a fresh bare grpc-js server, this client alone. */
+  /** The same bytes to the bare grpc-js server, chunk by chunk in turn. */
   readonly baselinePerSecond: number;
+  readonly serverCpuMsPerRegistration: number;
+  readonly machine: MachineLoad;
 }
 
 /** What the registration case (7) measured: RegisterTool over gRPC and the server's memory. */
 export interface RegistrationResult {
   /** Tools in the default registry at the end of the timed chunks (the built-in ones included). */
   readonly tools: number;
-  /** Tools this case registered by then: `tools` less the built-in ones (the first ones warm up). */
+  /** Tools this case registered by then: `tools` less the built-in ones. */
   readonly registered: number;
-  /** Registrations in the timed chunks, after the warm-up. */
+  /** Registrations in the timed chunks after the first window (the figures at the top level). */
   readonly timed: number;
-  /** The warm-up: a fresh server's first registrations (V8 compiles the server's code meanwhile). */
+  /** The first window: a fresh server's first 10,000 tools (V8 compiles the server's code meanwhile). */
   readonly first: FirstRegistrations;
   readonly connections: number;
   readonly inFlightPerConnection: number;
@@ -91,11 +97,12 @@ export interface RegistrationOptions {
 
 const chunkSize = 500;
 /**
- * Registrations that warm each server up before the timed chunks (at most half of those the case
- * makes): during a fresh server's first 10,000, V8 compiled its code on the other core for about
- * 60 µs a registration (`--trace-opt`, December 6), a cost of starting, not of registering.
+ * Tools in the registry at the end of the first window (at most half of the case's): during a
+ * fresh server's first 10,000 registrations V8 compiled its code on the other core for about 70 µs
+ * a registration (`--trace-opt`, December 6), against about 15 after, so the windows before and
+ * after are reported apart.
  */
-const warmupRegistrations = 10_000;
+export const firstWindowTools = 10_000;
 /** Tools in the default registry when memory is measured: its limit, and the target's figure. */
 const fullRegistry = 100_000;
 // 64 in flight, as in the h2load cases and the targets. With the node:http2 client, 8 × 16, 4 × 32
@@ -150,13 +157,20 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       throw new Error("registration: the server's metrics or memory are unreadable");
     const registered = options.tools - builtins;
     const order = shuffledIndices(registered);
-    const warmupCount = Math.min(warmupRegistrations, Math.floor(registered / 2));
+    // The first chunk warms up; the first window's chunks end where the registry holds firstWindowTools.
+    const firstEnd = Math.min(firstWindowTools, Math.floor(options.tools / 2)) - builtins;
     const chunks: number[][] = [];
-    for (let start = warmupCount; start < registered; start += chunkSize) {
-      chunks.push(order.slice(start, Math.min(start + chunkSize, registered)));
+    for (const [from, to] of [
+      [0, Math.min(chunkSize, firstEnd)],
+      [Math.min(chunkSize, firstEnd), firstEnd],
+      [firstEnd, registered],
+    ] as const) {
+      for (let start = from; start < to; start += chunkSize)
+        chunks.push(order.slice(start, Math.min(start + chunkSize, to)));
     }
+    const firstWindowChunks = Math.ceil((firstEnd - Math.min(chunkSize, firstEnd)) / chunkSize);
     ours = await openHttp2GrpcConnections(hostPort(server.grpcUrl), connections);
-    const warmupBodies = encodeChunk(order.slice(0, warmupCount));
+    const warmupBodies = encodeChunk(chunks[0] ?? []);
     const warmup = await sendAll(ours, registerPath, warmupBodies, inFlightPerConnection);
     const sample = warmup.responses.find((response) => response !== undefined);
     if (!sample)
@@ -164,58 +178,62 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     baseline = await launchServer("grpc-echo", { echoPath: registerPath, echoResponse: sample });
     theirs = await openHttp2GrpcConnections(hostPort(baseline.grpcUrl), connections);
     const baselineWarmup = await sendAll(theirs, registerPath, warmupBodies, inFlightPerConnection);
-    const first: FirstRegistrations = {
-      registrations: warmupCount,
-      registrationsPerSecond: warmupCount / (warmup.elapsedMs / 1000),
-      baselinePerSecond: warmupCount / (baselineWarmup.elapsedMs / 1000),
-    };
 
     const before = await readSettledCounters(httpUrl, scope);
-    const window = openLoadWindow();
-    const baselineCpuStart = readProcessCpuMs(baseline.process.pid) ?? Number.NaN;
-    const clientCpuStart = process.cpuUsage();
-    const totals = {
-      oursMs: 0,
-      theirsMs: 0,
-      oursCpuMs: 0,
-      sendingCpuMs: 0,
-      timed: 0,
-      bytes: 0,
-      wallStart: performance.now(),
-    };
     const failed: FailedCall[] = [];
     const baselineFailed: FailedCall[] = [...baselineWarmup.failed];
-    for (const [position, indices] of chunks.entries()) {
-      const bodies = encodeChunk(indices);
-      totals.bytes += bodies.reduce((sum, body) => sum + body.length, 0);
-      const runOurs = async (): Promise<void> => {
-        const cpuBefore = readProcessCpuMs(server.process.pid) ?? Number.NaN;
-        const sent = await sendAll(ours as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
-        totals.oursCpuMs += (readProcessCpuMs(server.process.pid) ?? Number.NaN) - cpuBefore;
-        totals.oursMs += sent.elapsedMs;
-        totals.sendingCpuMs += sent.clientCpuMs;
-        failed.push(...sent.failed);
-      };
-      const runTheirs = async (): Promise<void> => {
-        const sent = await sendAll(theirs as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
-        totals.theirsMs += sent.elapsedMs;
-        totals.sendingCpuMs += sent.clientCpuMs;
-        baselineFailed.push(...sent.failed);
-      };
-      if ((position % 2 === 0) === options.baselineFirst) {
-        await runTheirs();
-        await runOurs();
-      } else {
-        await runOurs();
-        await runTheirs();
+    /** Times chunks alternately on both servers (the first of them on the baseline when `baselineFirst`). */
+    const timeChunks = async (window: readonly number[][]) => {
+      const load = openLoadWindow();
+      const baselineCpuStart = readProcessCpuMs((baseline as LaunchedServer).process.pid) ?? Number.NaN;
+      const clientCpuStart = process.cpuUsage();
+      const totals = { oursMs: 0, theirsMs: 0, oursCpuMs: 0, sendingCpuMs: 0, timed: 0, bytes: 0 };
+      const wallStart = performance.now();
+      for (const [position, indices] of window.entries()) {
+        const bodies = encodeChunk(indices);
+        totals.bytes += bodies.reduce((sum, body) => sum + body.length, 0);
+        const runOurs = async (): Promise<void> => {
+          const cpuBefore = readProcessCpuMs(server.process.pid) ?? Number.NaN;
+          const sent = await sendAll(ours as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
+          totals.oursCpuMs += (readProcessCpuMs(server.process.pid) ?? Number.NaN) - cpuBefore;
+          totals.oursMs += sent.elapsedMs;
+          totals.sendingCpuMs += sent.clientCpuMs;
+          failed.push(...sent.failed);
+        };
+        const runTheirs = async (): Promise<void> => {
+          const sent = await sendAll(theirs as Http2GrpcClients, registerPath, bodies, inFlightPerConnection);
+          totals.theirsMs += sent.elapsedMs;
+          totals.sendingCpuMs += sent.clientCpuMs;
+          baselineFailed.push(...sent.failed);
+        };
+        if ((position % 2 === 0) === options.baselineFirst) {
+          await runTheirs();
+          await runOurs();
+        } else {
+          await runOurs();
+          await runTheirs();
+        }
+        totals.timed += bodies.length;
       }
-      totals.timed += bodies.length;
-    }
-    const wallMs = performance.now() - totals.wallStart;
-    const clientCpu = process.cpuUsage(clientCpuStart);
-    const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
-    const baselineCpuMs = (readProcessCpuMs(baseline.process.pid) ?? Number.NaN) - baselineCpuStart;
-    const machine = window.close(totals.oursCpuMs + baselineCpuMs + clientCpuMs);
+      const wallMs = performance.now() - wallStart;
+      const clientCpu = process.cpuUsage(clientCpuStart);
+      const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
+      const baselineCpuMs =
+        (readProcessCpuMs((baseline as LaunchedServer).process.pid) ?? Number.NaN) - baselineCpuStart;
+      const machine = load.close(totals.oursCpuMs + baselineCpuMs + clientCpuMs);
+      return { ...totals, wallMs, clientCpuMs, baselineCpuMs, machine };
+    };
+    const firstWindow = await timeChunks(chunks.slice(1, 1 + firstWindowChunks));
+    const first: FirstRegistrations = {
+      tools: builtins + firstEnd,
+      registrations: firstWindow.timed,
+      registrationsPerSecond: firstWindow.timed / (firstWindow.oursMs / 1000),
+      baselinePerSecond: firstWindow.timed / (firstWindow.theirsMs / 1000),
+      serverCpuMsPerRegistration: firstWindow.oursCpuMs / firstWindow.timed,
+      machine: firstWindow.machine,
+    };
+    const totals = await timeChunks(chunks.slice(1 + firstWindowChunks));
+    const { wallMs, clientCpuMs, baselineCpuMs, machine } = totals;
     const after = await readSettledCounters(httpUrl, scope);
     const timedTools = valueOf(await scrapeMetrics(httpUrl), "toolruntime_registry_tools", { registry: "default" });
 
@@ -234,9 +252,11 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     const final = await scrapeMetrics(httpUrl);
     const finalTools = valueOf(final, "toolruntime_registry_tools", { registry: "default" });
 
+    // Both windows' calls, against the server's counters from before the first to after the second.
+    const timedCalls = first.registrations + totals.timed;
     const counted = checkWindow(
       scope,
-      { claimedOk: totals.timed - failed.length, cutOff: 0, generatorErrors: failed.length },
+      { claimedOk: timedCalls - failed.length, cutOff: 0, generatorErrors: failed.length },
       countsBetween(before, after),
     );
     const problems = [
