@@ -7,7 +7,7 @@ export type Step =
   | { readonly kind: "wire"; readonly variants: readonly WireVariant[] }
   | { readonly kind: "registry" }
   | { readonly kind: "concurrency" }
-  | { readonly kind: "registration" }
+  | { readonly kind: "registration"; readonly measureMemory: boolean }
   | { readonly kind: "admission" };
 
 /** The server-bound variants each case needs: its subject and its baseline. */
@@ -31,10 +31,12 @@ const pairedGroups: readonly (readonly VariantId[])[] = [
  * in-process cases run in a shuffled order, different each round: subjects and baselines alternate,
  * so a slow patch of a noisy machine does not fall on one side only. The registry-scale case, whose
  * registrations take most of a quick run's time, runs once, in the middle round; its baselines are
- * measured inside it, interleaved with it. So does the registration case over gRPC (7): it takes
- * long, and its baselines are measured beside it in the same step. The admission burst (8) runs in
- * every round, each on a fresh server with its baseline beside it: one burst swings by a quarter
- * from one fresh server to the next on this machine, so a single one tells little.
+ * measured inside it, interleaved with it. The registration case over gRPC (7) runs in every round,
+ * its baseline beside it in the same step, but fills the registry to 100,000 tools and measures the
+ * memory (minutes) only in the middle round: its rates swung by half from one run to the next on
+ * this machine. The admission burst (8) runs in every round, each on a fresh server with its
+ * baseline beside it: one burst swings by a quarter from one fresh server to the next on this
+ * machine, so a single one tells little.
  */
 export function planRounds(options: BenchOptions): Step[][] {
   const ids = new Set<VariantId>();
@@ -51,7 +53,7 @@ export function planRounds(options: BenchOptions): Step[][] {
       .map((group) => [{ kind: "wire", variants: shuffled(group, random).map((id) => byId.get(id) as WireVariant) }]);
     if (options.cases.has(6)) groups.push([{ kind: "concurrency" }]);
     if (options.cases.has(5) && round === middle) groups.push([{ kind: "registry" }]);
-    if (options.cases.has(7) && round === middle) groups.push([{ kind: "registration" }]);
+    if (options.cases.has(7)) groups.push([{ kind: "registration", measureMemory: round === middle }]);
     if (options.cases.has(8)) groups.push([{ kind: "admission" }]);
     return shuffled(groups, random).flat();
   });

@@ -73,12 +73,13 @@ async function runStep(
       const r = (round.registration = await measureRegistration({
         tools: options.wireRegistryTools,
         baselineFirst: round.round % 2 === 0,
+        measureMemory: step.measureMemory,
       }));
       const figure = `${formatFigure(r.registrationsPerSecond)} registrations/s`;
       const firstFigure = `${formatFigure(r.first.registrationsPerSecond)} registrations/s`;
       record("RegisterTool over gRPC (case 7), a fresh server's first window", firstFigure, r.check, r.first.machine);
       record("RegisterTool over gRPC (case 7), the second window", figure, r.check, r.machine);
-      return `registration over gRPC: first window ${firstFigure} (bare ${formatFigure(r.first.baselinePerSecond)}), second ${figure} (bare ${formatFigure(r.baselinePerSecond)}), RSS at 100,000 tools ${formatFigure(r.rssBytes / 1e6)} MB, settled ${formatFigure(r.rssAt100kBytes / 1e6)} MB after ${formatFigure(r.settleMs / 1000)} s, ${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
+      return `registration over gRPC: first window ${firstFigure} (bare ${formatFigure(r.first.baselinePerSecond)}), second ${figure} (bare ${formatFigure(r.baselinePerSecond)}), ${r.memory ? `RSS at 100,000 tools ${formatFigure(r.memory.rssBytes / 1e6)} MB, settled ${formatFigure(r.memory.rssAt100kBytes / 1e6)} MB after ${formatFigure(r.memory.settleMs / 1000)} s, ` : ""}${describeCheck(r.check)}, ${describeLoad(r.machine)}`;
     }
     case "admission": {
       const a = (round.admission = await measureAdmission({

@@ -31,6 +31,30 @@ export function loadCells(load: MachineLoad): string[] {
   return [`${load.busyPct.toFixed(0)}%`, load.otherCores.toFixed(2), load.loadAvg1m.toFixed(2)];
 }
 
+/** The memory rows of case 7, for the round that filled the registry to 100,000 tools. */
+function memoryRows(result: RegistrationResult): string[][] {
+  const memory = result.memory;
+  if (!memory) return [];
+  return [
+    [
+      "filled to 100,000 tools: registrations · per second (this client alone)",
+      `${formatFigure(memory.filled)} · ${formatFigure(memory.fillPerSecond)}`,
+    ],
+    [
+      "server RSS fresh · just after the last registration · peak",
+      `${mb(result.rssFreshBytes)} · ${mb(memory.rssBytes)} · ${mb(memory.peakRssBytes)}`,
+    ],
+    [
+      "RSS at 100,000 tools, settled · after · per tool over the fresh server",
+      `${mb(memory.rssAt100kBytes)} · ${formatFigure(memory.settleMs / 1000)} s${memory.settled ? "" : " (had not fallen by a tenth)"} · ${formatFigure(memory.rssBytesPerTool)} B`,
+    ],
+    [
+      "V8 heap used fresh · settled (garbage included)",
+      `${mb(memory.heapUsedFreshBytes)} · ${mb(memory.heapUsedBytes)}`,
+    ],
+  ];
+}
+
 function registrationSection(result: RegistrationResult, round: number): string {
   return table(
     ["round", "measure", "value"],
@@ -56,22 +80,7 @@ function registrationSection(result: RegistrationResult, round: number): string 
         "load generator (node:http2 gRPC client, this process) cores · CPU per call",
         `${result.loadGeneratorCores.toFixed(2)} · ${formatFigure(result.loadGeneratorCpuMsPerCall * 1000)} µs`,
       ],
-      [
-        "filled to 100,000 tools: registrations · per second (this client alone)",
-        `${formatFigure(result.filled)} · ${formatFigure(result.fillPerSecond)}`,
-      ],
-      [
-        "server RSS fresh · just after the last registration · peak",
-        `${mb(result.rssFreshBytes)} · ${mb(result.rssBytes)} · ${mb(result.peakRssBytes)}`,
-      ],
-      [
-        "RSS at 100,000 tools, settled · after · per tool over the fresh server",
-        `${mb(result.rssAt100kBytes)} · ${formatFigure(result.settleMs / 1000)} s${result.settled ? "" : " (had not fallen by a tenth)"} · ${formatFigure(result.rssBytesPerTool)} B`,
-      ],
-      [
-        "V8 heap used fresh · settled (garbage included)",
-        `${mb(result.heapUsedFreshBytes)} · ${mb(result.heapUsedBytes)}`,
-      ],
+      ...memoryRows(result),
       ["server counts", serverCountsOf(result.check)],
       ["success", verdictOf(result.check)],
     ].map((cells) => [String(round), ...cells]),
@@ -98,16 +107,18 @@ function admissionRow(result: AdmissionResult, round: number): string[] {
 /** The sections of the over-the-wire cases (7, 8), when they ran. */
 export function wireSections(rounds: readonly RoundResults[]): string[] {
   const parts: string[] = [];
-  for (const round of rounds) {
-    if (!round.registration) continue;
+  const registrations = rounds.flatMap((round) => (round.registration ? [round] : []));
+  const firstRegistration = registrations[0]?.registration;
+  if (firstRegistration) {
     parts.push(
-      `## Case 7: registrations over gRPC (node:http2 gRPC client, ${round.registration.connections} connections × ${round.registration.inFlightPerConnection} in flight)`,
+      `## Case 7: registrations over gRPC (node:http2 gRPC client, ${firstRegistration.connections} connections × ${firstRegistration.inFlightPerConnection} in flight)`,
       "",
-      "Chunks of 500 distinct tools go alternately to the toolruntime and to a bare grpc-js server answering the same bytes with a real RegisterToolResponse; the first chunk warms up and is not timed. The chunks are timed in two windows, reported apart: until the registry holds 10,000 tools (a fresh server, whose code V8 is still compiling on the other core), then up to the case's size (a server under way). Server RSS from /proc (no forced collection: what an operator sees).",
-      "",
-      registrationSection(round.registration, round.round),
+      "Chunks of 500 distinct tools go alternately to the toolruntime and to a bare grpc-js server answering the same bytes with a real RegisterToolResponse, on fresh servers every round; the first chunk warms up and is not timed. The chunks are timed in two windows, reported apart: until the registry holds 10,000 tools (a fresh server, whose code V8 is still compiling on the other core), then up to the case's size (a server under way). In the middle round the registry is then filled to 100,000 tools from this client alone and the server's memory measured: RSS from /proc (no forced collection: what an operator sees).",
       "",
     );
+    for (const round of registrations) {
+      parts.push(registrationSection(round.registration as RegistrationResult, round.round), "");
+    }
   }
   const admissions = rounds.flatMap((round) => (round.admission ? [admissionRow(round.admission, round.round)] : []));
   if (admissions.length > 0) {

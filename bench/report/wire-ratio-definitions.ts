@@ -60,8 +60,8 @@ export function wireRatioDefinitions(options: BenchOptions): RatioDefinition[] {
       target: { op: "<=", value: 300, on: "ours" },
       headline: "RSS at 100,000 registered tools, settled (baseline: the fresh server)",
       pick: (r) =>
-        r.registration && {
-          ours: mb(r.registration.rssAt100kBytes),
+        r.registration?.memory && {
+          ours: mb(r.registration.memory.rssAt100kBytes),
           baseline: mb(r.registration.rssFreshBytes),
           verified: r.registration.check.verified,
         },

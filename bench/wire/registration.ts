@@ -59,6 +59,15 @@ export interface RegistrationResult {
   readonly loadGeneratorCpuMsPerCall: number;
   /** Server RSS when it served, before any registration. */
   readonly rssFreshBytes: number;
+  /** The registry filled to 100,000 tools and the server's memory then, when the case was asked to. */
+  readonly memory?: RegistrationMemory;
+  /** The timed window against the server's counters; the fill's calls and the final tool count are checked too. */
+  readonly check: WindowCheck;
+  readonly machine: MachineLoad;
+}
+
+/** The registry filled to 100,000 tools after the timed chunks, and the server's memory then. */
+export interface RegistrationMemory {
   /** Registrations after the timed chunks, from this client alone, until the registry held 100,000 tools. */
   readonly filled: number;
   readonly fillPerSecond: number;
@@ -79,9 +88,6 @@ export interface RegistrationResult {
   /** V8 heap in use (garbage included) when fresh and once settled, from the server's metrics. */
   readonly heapUsedFreshBytes: number;
   readonly heapUsedBytes: number;
-  /** The timed window against the server's counters; the fill's calls and the final tool count are checked too. */
-  readonly check: WindowCheck;
-  readonly machine: MachineLoad;
 }
 
 /** Options of {@link measureRegistration}. */
@@ -93,6 +99,8 @@ export interface RegistrationOptions {
   readonly tools: number;
   /** Order of the subject and the baseline in the first timed chunk (then they alternate). */
   readonly baselineFirst: boolean;
+  /** Whether to fill the registry to 100,000 tools and measure the memory (a few minutes). */
+  readonly measureMemory: boolean;
 }
 
 const chunkSize = 500;
@@ -238,20 +246,42 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     const timedTools = valueOf(await scrapeMetrics(httpUrl), "toolruntime_registry_tools", { registry: "default" });
 
     // The rest, up to 100,000 tools, from this client alone; then the memory, settled.
-    const fillOrder = shuffledIndices(fullRegistry - builtins - registered).map((index) => registered + index);
-    const fillFailed: FailedCall[] = [];
-    const fillStart = performance.now();
-    for (let start = 0; start < fillOrder.length; start += chunkSize * 10) {
-      const bodies = encodeChunk(fillOrder.slice(start, start + chunkSize * 10));
-      fillFailed.push(...(await sendAll(ours, registerPath, bodies, inFlightPerConnection)).failed);
-    }
-    const fillMs = performance.now() - fillStart;
-    const memory = readProcessMemory(server.process.pid);
-    if (!memory) throw new Error("registration: the server died");
-    const settledMemory = await waitForSettledMemory(server.process.pid);
-    const final = await scrapeMetrics(httpUrl);
-    const finalTools = valueOf(final, "toolruntime_registry_tools", { registry: "default" });
-
+    const fillAndMeasure = async (): Promise<{ memory: RegistrationMemory; problems: string[] }> => {
+      const fillOrder = shuffledIndices(fullRegistry - builtins - registered).map((index) => registered + index);
+      const fillFailed: FailedCall[] = [];
+      const fillStart = performance.now();
+      for (let start = 0; start < fillOrder.length; start += chunkSize * 10) {
+        const bodies = encodeChunk(fillOrder.slice(start, start + chunkSize * 10));
+        fillFailed.push(
+          ...(await sendAll(ours as Http2GrpcClients, registerPath, bodies, inFlightPerConnection)).failed,
+        );
+      }
+      const fillMs = performance.now() - fillStart;
+      const memory = readProcessMemory(server.process.pid);
+      if (!memory) throw new Error("registration: the server died");
+      const settledMemory = await waitForSettledMemory(server.process.pid);
+      const final = await scrapeMetrics(httpUrl);
+      const finalTools = valueOf(final, "toolruntime_registry_tools", { registry: "default" });
+      return {
+        memory: {
+          filled: fillOrder.length,
+          fillPerSecond: fillOrder.length / (fillMs / 1000),
+          rssBytes: memory.rssBytes,
+          peakRssBytes: memory.peakRssBytes,
+          rssAt100kBytes: settledMemory.rssBytes,
+          settleMs: settledMemory.waitedMs,
+          settled: settledMemory.fell,
+          rssBytesPerTool: (settledMemory.rssBytes - rssFresh.rssBytes) / (fullRegistry - builtins),
+          heapUsedFreshBytes: valueOf(fresh, "nodejs_heap_size_used_bytes"),
+          heapUsedBytes: valueOf(final, "nodejs_heap_size_used_bytes"),
+        },
+        problems: [
+          ...failures("fill", fillFailed),
+          ...(finalTools === fullRegistry ? [] : [`the registry holds ${finalTools} tools, not ${fullRegistry}`]),
+        ],
+      };
+    };
+    const filling = options.measureMemory ? await fillAndMeasure() : undefined;
     // Both windows' calls, against the server's counters from before the first to after the second.
     const timedCalls = first.registrations + totals.timed;
     const counted = checkWindow(
@@ -263,9 +293,8 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       ...counted.problems,
       ...failures("warm-up", warmup.failed),
       ...failures("baseline", baselineFailed),
-      ...failures("fill", fillFailed),
+      ...(filling?.problems ?? []),
       ...(timedTools === options.tools ? [] : [`the registry held ${timedTools} tools, not ${options.tools}`]),
-      ...(finalTools === fullRegistry ? [] : [`the registry holds ${finalTools} tools, not ${fullRegistry}`]),
     ];
     return {
       tools: options.tools,
@@ -282,16 +311,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       loadGeneratorCores: clientCpuMs / wallMs,
       loadGeneratorCpuMsPerCall: totals.sendingCpuMs / (2 * totals.timed),
       rssFreshBytes: rssFresh.rssBytes,
-      filled: fillOrder.length,
-      fillPerSecond: fillOrder.length / (fillMs / 1000),
-      rssBytes: memory.rssBytes,
-      peakRssBytes: memory.peakRssBytes,
-      rssAt100kBytes: settledMemory.rssBytes,
-      settleMs: settledMemory.waitedMs,
-      settled: settledMemory.fell,
-      rssBytesPerTool: (settledMemory.rssBytes - rssFresh.rssBytes) / (fullRegistry - builtins),
-      heapUsedFreshBytes: valueOf(fresh, "nodejs_heap_size_used_bytes"),
-      heapUsedBytes: valueOf(final, "nodejs_heap_size_used_bytes"),
+      ...(filling ? { memory: filling.memory } : {}),
       check: { ...counted, verified: problems.length === 0, problems },
       machine,
     };
