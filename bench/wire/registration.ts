@@ -61,7 +61,7 @@ export interface RegistrationResult {
   readonly rssFreshBytes: number;
   /** The registry filled to 100,000 tools and the server's memory then, when the case was asked to. */
   readonly memory?: RegistrationMemory;
-  /** The timed window against the server's counters; the fill's calls and the final tool count are checked too. */
+  /** Both timed windows against the server's counters; the tool count, and the fill's calls when it ran, are checked too. */
   readonly check: WindowCheck;
   readonly machine: MachineLoad;
 }
@@ -143,13 +143,13 @@ function failures(what: string, failed: readonly FailedCall[]): string[] {
  * Registers tools over gRPC on a fresh toolruntime (default configuration) until its default
  * registry holds `tools`, each with a ~1 KiB input schema unlike any other, in a shuffled order,
  * 64 calls in flight (4 connections × 16) from the bench's node:http2 gRPC client (a grpc-js
- * client cost about twice its CPU per call and bounded the baseline). The first 10,000 (at most
- * half) warm the server up and are timed apart: a fresh server's first registrations are largely
- * V8 compiling its code on the other core. Then the same chunks of request bytes go, chunk by
- * chunk and alternately, to the toolruntime and to a bare grpc-js server (warmed up with the same
- * first 10,000) that answers each with a real RegisterToolResponse: the baseline, what the client
- * and the transport alone can do. Success is checked on the server's counters (RegisterTool calls
- * by code) and its final tool count; memory from /proc.
+ * client cost about twice its CPU per call and bounded the baseline). After a first chunk that warms
+ * up, the same chunks of request bytes go, chunk by chunk and alternately, to the toolruntime and to
+ * a bare grpc-js server that answers each with a real RegisterToolResponse: the baseline, what the
+ * client and the transport alone can do. They are timed in two windows, reported apart: until the
+ * registry holds {@link firstWindowTools} tools (a fresh server, whose code V8 is still compiling on
+ * the other core), then up to `tools`. Success is checked on the server's counters (RegisterTool calls
+ * by code) and its tool count; memory, when asked, from /proc after filling the registry.
  */
 export async function measureRegistration(options: RegistrationOptions): Promise<RegistrationResult> {
   const server = await launchServer("toolruntime");
