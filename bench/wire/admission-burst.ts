@@ -323,9 +323,9 @@ function newlyListed(listed: ReadonlySet<string>, before: ReadonlySet<string>): 
  * connections × 64), sent by h2load (a grpc-js client in Node tops out near 3,000 calls/s here even
  * against a bare server, so it measured itself), on a toolruntime in its default configuration:
  * a first on a fresh server (after 1,000 no-op runs), then a second once every run of the first
- * ended. The second is the case's figure: on this two-core machine, V8 spends about a second of
- * another core compiling the server's code during the first (`--trace-opt`), which is the JIT's
- * warm-up, not admission; the first is reported beside it. For each: admissions per second, the
+ * ended. Both are reported and held against the targets: on this two-core machine V8 spends about
+ * a second of the other core compiling the server's code during the first (`--trace-opt`), so the
+ * first shows a server starting and the second one under way. For each: admissions per second, the
  * server's event-loop delay during the burst (from its /metrics), and GetTool latency measured
  * meanwhile by another process. Every run of both must end SUCCEEDED: checked on the server's
  * counters (StartExecution calls by code, the tool's runs by outcome) and by listing each burst's
