@@ -55,7 +55,8 @@ export function countsBetween(before: CounterReading, after: CounterReading): Co
   };
 }
 
-const total = (counts: Readonly<Record<string, number>>): number =>
+/** The sum of a reading's counts (every code, or every outcome). */
+export const totalOf = (counts: Readonly<Record<string, number>>): number =>
   Object.values(counts).reduce((sum, value) => sum + value, 0);
 
 /**
@@ -75,7 +76,8 @@ export async function readSettledCounters(
     await new Promise((resolve) => setTimeout(resolve, settleMs));
     const next = readCounters(await scrapeMetrics(httpUrl), scope);
     const same =
-      total(next.rpcByCode) === total(reading.rpcByCode) && total(next.runsByOutcome) === total(reading.runsByOutcome);
+      totalOf(next.rpcByCode) === totalOf(reading.rpcByCode) &&
+      totalOf(next.runsByOutcome) === totalOf(reading.runsByOutcome);
     reading = next;
     if (same || Date.now() - began > maxWaitMs) return reading;
   }
@@ -118,7 +120,7 @@ export function checkWindow(
   if (counts.generatorErrors > 0) problems.push(`the load generator saw ${counts.generatorErrors} errors`);
   if (server && scope.rpc) {
     const { OK: ok = 0, [cancelledCode]: cancelled = 0, ...others } = server.rpcByCode;
-    if (total(others) > 0) problems.push(`the server counted non-OK calls: ${describe(others)}`);
+    if (totalOf(others) > 0) problems.push(`the server counted non-OK calls: ${describe(others)}`);
     if (cancelled > counts.cutOff)
       problems.push(`the server counted ${cancelled} CANCELLED calls, ${counts.cutOff} cut off`);
     if (ok < counts.claimedOk)
@@ -126,7 +128,7 @@ export function checkWindow(
   }
   if (server && scope.tool) {
     const { success = 0, [cancelledOutcome]: cancelled = 0, ...others } = server.runsByOutcome;
-    if (total(others) > 0) problems.push(`the server counted failed runs: ${describe(others)}`);
+    if (totalOf(others) > 0) problems.push(`the server counted failed runs: ${describe(others)}`);
     if (cancelled > counts.cutOff)
       problems.push(`the server counted ${cancelled} cancelled runs, ${counts.cutOff} cut off`);
     if (success < counts.claimedOk) {

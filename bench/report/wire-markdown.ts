@@ -107,8 +107,10 @@ function admissionRow(result: AdmissionResult, round: number): string[] {
 /** The sections of the over-the-wire cases (7, 8), when they ran. */
 export function wireSections(rounds: readonly RoundResults[]): string[] {
   const parts: string[] = [];
-  const registrations = rounds.flatMap((round) => (round.registration ? [round] : []));
-  const firstRegistration = registrations[0]?.registration;
+  const registrations = rounds.flatMap((round) =>
+    round.registration ? [{ result: round.registration, round: round.round }] : [],
+  );
+  const firstRegistration = registrations[0]?.result;
   if (firstRegistration) {
     parts.push(
       `## Case 7: registrations over gRPC (node:http2 gRPC client, ${firstRegistration.connections} connections × ${firstRegistration.inFlightPerConnection} in flight)`,
@@ -116,9 +118,7 @@ export function wireSections(rounds: readonly RoundResults[]): string[] {
       "Chunks of 500 distinct tools go alternately to the toolruntime and to a bare grpc-js server answering the same bytes with a real RegisterToolResponse, on fresh servers every round; the first chunk warms up and is not timed. The chunks are timed in two windows, reported apart: until the registry holds 10,000 tools (a fresh server, whose code V8 is still compiling on the other core), then up to the case's size (a server under way). In the middle round the registry is then filled to 100,000 tools from this client alone and the server's memory measured: RSS from /proc (no forced collection: what an operator sees).",
       "",
     );
-    for (const round of registrations) {
-      parts.push(registrationSection(round.registration as RegistrationResult, round.round), "");
-    }
+    for (const { result, round } of registrations) parts.push(registrationSection(result, round), "");
   }
   const admissions = rounds.flatMap((round) => (round.admission ? [admissionRow(round.admission, round.round)] : []));
   if (admissions.length > 0) {

@@ -17,6 +17,7 @@ import {
   countsBetween,
   readCounters,
   readSettledCounters,
+  totalOf,
   type CounterReading,
   type CounterScope,
   type WindowCheck,
@@ -163,9 +164,6 @@ async function startProber(address: string) {
     kill: () => child.kill(),
   };
 }
-
-const totalOf = (counts: Readonly<Record<string, number>>): number =>
-  Object.values(counts).reduce((sum, value) => sum + value, 0);
 
 /** Waits until the server counted `runs` more ended runs of the tool than `before`; the time it took. */
 async function awaitRunsEnded(httpUrl: string, runs: number, before: number, timeoutMs: number): Promise<number> {

@@ -186,6 +186,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     baseline = await launchServer("grpc-echo", { echoPath: registerPath, echoResponse: sample });
     theirs = await openHttp2GrpcConnections(hostPort(baseline.grpcUrl), connections);
     const baselineWarmup = await sendAll(theirs, registerPath, warmupBodies, inFlightPerConnection);
+    const bare = baseline;
 
     const before = await readSettledCounters(httpUrl, scope);
     const failed: FailedCall[] = [];
@@ -193,7 +194,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
     /** Times chunks alternately on both servers (the first of them on the baseline when `baselineFirst`). */
     const timeChunks = async (window: readonly number[][]) => {
       const load = openLoadWindow();
-      const baselineCpuStart = readProcessCpuMs((baseline as LaunchedServer).process.pid) ?? Number.NaN;
+      const baselineCpuStart = readProcessCpuMs(bare.process.pid) ?? Number.NaN;
       const clientCpuStart = process.cpuUsage();
       const totals = { oursMs: 0, theirsMs: 0, oursCpuMs: 0, sendingCpuMs: 0, timed: 0, bytes: 0 };
       const wallStart = performance.now();
@@ -226,8 +227,7 @@ export async function measureRegistration(options: RegistrationOptions): Promise
       const wallMs = performance.now() - wallStart;
       const clientCpu = process.cpuUsage(clientCpuStart);
       const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
-      const baselineCpuMs =
-        (readProcessCpuMs((baseline as LaunchedServer).process.pid) ?? Number.NaN) - baselineCpuStart;
+      const baselineCpuMs = (readProcessCpuMs(bare.process.pid) ?? Number.NaN) - baselineCpuStart;
       const machine = load.close(totals.oursCpuMs + baselineCpuMs + clientCpuMs);
       return { ...totals, wallMs, clientCpuMs, baselineCpuMs, machine };
     };
