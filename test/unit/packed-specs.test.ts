@@ -1,6 +1,7 @@
 import { create, equals, toBinary } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { defaultMaxPending } from "../../src/registry/background-packing.js";
 import { RegistryEntry } from "../../src/registry/registry-entry.js";
 import { SpecPacker } from "../../src/registry/spec-packer.js";
 import { ToolRegistry } from "../../src/registry/tool-registry.js";
@@ -178,6 +179,18 @@ describe("packed specs", () => {
       expect(entry.packed).to.equal(false);
       while (!entry.packed) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed)).to.have.length(30 - threshold);
+    });
+
+    it("packs as it goes when registrations never pause, leaving at most its bound unpacked", () => {
+      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
+      const count = threshold + defaultMaxPending + 300;
+      for (let index = 0; index < count; index++) registry.register({ spec: specFor(index, 1) });
+      const packed = registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed);
+      expect(packed).to.have.length(300);
+      // The oldest go first: the first tool past the threshold is packed, the last one is not.
+      expect((registry.get(`pack.tool_${threshold}`) as RegistryEntry).packed).to.equal(true);
+      expect((registry.get(`pack.tool_${count - 1}`) as RegistryEntry).packed).to.equal(false);
+      registry.packPending();
     });
 
     it("never packs with Infinity as the threshold", () => {
