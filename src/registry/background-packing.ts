@@ -7,13 +7,14 @@ export interface Packable {
 }
 
 /** How long registrations must pause before packing starts, in milliseconds. */
-const quietMs = 200;
+export const quietMs = 200;
 /** Longest slice of packing in one turn of the event loop, in milliseconds. */
 const sliceMs = 4;
 /**
- * Most entries left unpacked while registrations go on. An unpacked spec of a 1 KiB schema holds
- * about 4 KB more than its packed form, so this bounds what waiting costs at about 32 MB; without
- * a bound, 100,000 registrations without a pause of {@link quietMs} held every spec unpacked
+ * Most entries of one registry left unpacked while registrations go on. An unpacked spec of a
+ * 1 KiB schema holds about 1.1 KB of heap more than its packed form (and its decoding leaves about
+ * 4 KB of RSS until collected), so waiting costs a registry about 9 MB of heap at most; without a
+ * bound, 100,000 registrations without a pause of {@link quietMs} held every spec unpacked
  * (600 MB of RSS at their end, against 223 MB once packed).
  */
 export const defaultMaxPending = 8192;
@@ -37,6 +38,7 @@ export class BackgroundPacking {
 
   /** @param maxPending most entries left waiting; each add beyond packs the oldest at once */
   constructor(maxPending = defaultMaxPending) {
+    if (!(maxPending >= 0)) throw new RangeError(`maxPending is ${maxPending}: it must be 0 or more`);
     this.#maxPending = maxPending;
   }
 
@@ -45,10 +47,20 @@ export class BackgroundPacking {
     return this.#queue.length - this.#head;
   }
 
-  add(entry: Packable): void {
+  /** Slots of the queue, the packed ones not yet dropped included (for tests of its compaction). */
+  get slots(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Queues an entry. Past the bound, the oldest waiting entry is packed at once, unless `bounded`
+   * is false: a registry reloaded wholesale queues every spec in one turn, where packing most of
+   * them at once would hold the event loop for seconds (they are packed in the background).
+   */
+  add(entry: Packable, bounded = true): void {
     this.#queue.push(entry);
     this.#lastAddedAt = performance.now();
-    if (this.#queue.length - this.#head > this.#maxPending) this.#packNext();
+    if (bounded && this.#queue.length - this.#head > this.#maxPending) this.#packNext();
     // The packed head is dropped once it is half the queue, so that a queue that never empties
     // (registrations that never pause) does not grow.
     if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
@@ -56,6 +68,13 @@ export class BackgroundPacking {
       this.#head = 0;
     }
     this.#timer ??= setTimeout(this.#run, quietMs).unref();
+  }
+
+  /** Forgets every entry waiting (their registry let go of them), packing none. */
+  clear(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#reset();
   }
 
   /** Packs everything waiting, now. */

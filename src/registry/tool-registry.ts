@@ -349,15 +349,17 @@ export class ToolRegistry {
   reset(specs: readonly ToolSpec[], version: bigint): void {
     this.#tools.clear();
     this.#names.clear();
-    for (const spec of specs) this.#put(spec);
+    this.#packing.clear();
+    for (const spec of specs) this.#put(spec, false);
     this.#version = version;
     this.#log.clear();
     for (const onReset of this.#resetListeners) onReset();
   }
 
-  #put(spec: ToolSpec): RegistryEntry {
+  /** @param bounded whether the packing queue may pack an entry now (see BackgroundPacking.add) */
+  #put(spec: ToolSpec, bounded = true): RegistryEntry {
     const local = this.#localHandlers.get(spec.name);
-    const entry = this.#newEntry(spec, local?.handler, local?.hooks);
+    const entry = this.#newEntry(spec, local?.handler, local?.hooks, bounded);
     this.#tools.set(spec.name, entry);
     this.#names.add(spec.name);
     return entry;
@@ -372,12 +374,17 @@ export class ToolRegistry {
   }
 
   /** A new entry, queued for packing when the registry is past its threshold. */
-  #newEntry(spec: ToolSpec, handler: ToolHandler | undefined, hooks: CheckpointHooks | undefined): RegistryEntry {
-    return this.#queued(new RegistryEntry(spec, handler, hooks, this.#packerFor(spec)));
+  #newEntry(
+    spec: ToolSpec,
+    handler: ToolHandler | undefined,
+    hooks: CheckpointHooks | undefined,
+    bounded = true,
+  ): RegistryEntry {
+    return this.#queued(new RegistryEntry(spec, handler, hooks, this.#packerFor(spec)), bounded);
   }
 
-  #queued(entry: RegistryEntry): RegistryEntry {
-    if (entry.packable) this.#packing.add(entry);
+  #queued(entry: RegistryEntry, bounded = true): RegistryEntry {
+    if (entry.packable) this.#packing.add(entry, bounded);
     return entry;
   }
 

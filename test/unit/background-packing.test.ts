@@ -1,9 +1,6 @@
 import { expect } from "chai";
 import { performance } from "node:perf_hooks";
-import { BackgroundPacking, type Packable } from "../../src/registry/background-packing.js";
-
-/** The pause registrations must leave before packing starts (background-packing.ts). */
-const quietMs = 200;
+import { BackgroundPacking, quietMs, type Packable } from "../../src/registry/background-packing.js";
 
 /** Entries that note when, and in which order, they were packed. */
 function entries(count: number, packed: number[], times: number[] = [], work?: (index: number) => void): Packable[] {
@@ -38,12 +35,32 @@ describe("background packing", () => {
     const packing = new BackgroundPacking(100);
     for (const entry of entries(50_000, packed)) packing.add(entry);
     expect(packing.pending).to.equal(100);
+    // The packed head is dropped as it goes: the queue never holds the 50,000.
+    expect(packing.slots).to.be.at.most(2 * (1024 + 100));
     expect(packed).to.have.length(49_900);
     expect(packed.every((index, position) => index === position)).to.equal(true);
     packing.drain();
     expect(packed).to.have.length(50_000);
   });
 
+  it("packs none at once when told the add is not bounded (a registry reloaded wholesale)", () => {
+    const packed: number[] = [];
+    const packing = new BackgroundPacking(3);
+    for (const entry of entries(10, packed)) packing.add(entry, false);
+    expect(packed).to.deep.equal([]);
+    expect(packing.pending).to.equal(10);
+    packing.clear();
+    expect(packing.pending).to.equal(0);
+    packing.drain();
+    expect(packed).to.deep.equal([]);
+  });
+
+  it("refuses a bound that is not a number of entries", () => {
+    expect(() => new BackgroundPacking(Number.NaN)).to.throw(RangeError, "maxPending is NaN");
+    expect(() => new BackgroundPacking(-1)).to.throw(RangeError, "maxPending is -1");
+  });
+
+  // What this test holds was so before the bound on waiting entries as well.
   it("starts once registrations paused, and stops at the end of a slice when one came meanwhile", async () => {
     const packed: number[] = [];
     const times: number[] = [];

@@ -193,6 +193,22 @@ describe("packed specs", () => {
       registry.packPending();
     });
 
+    it("packs nothing at once when reloaded wholesale, and forgets what the entries it let go were waiting for", () => {
+      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
+      for (let index = 0; index < 10; index++) registry.register({ spec: specFor(index, 1) });
+      const before = registry.get("pack.tool_9") as RegistryEntry;
+      const count = threshold + defaultMaxPending + 300;
+      const specs = Array.from({ length: count }, (_, index) => ({ ...specFor(index, 1), version: 1n }));
+      registry.reset(specs, 7n);
+      expect(registry.snapshot().tools.some((tool) => (tool as RegistryEntry).packed)).to.equal(false);
+      registry.packPending();
+      // Its packer was made before (past the threshold): every spec of the reload is packed.
+      expect(registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed)).to.have.length(count);
+      // The entry of before the reset left the queue unpacked: nothing holds it but this test.
+      expect(before.packed).to.equal(false);
+      expect(registry.version).to.equal(7n);
+    });
+
     it("never packs with Infinity as the threshold", () => {
       const registry = new ToolRegistry("flat", { packSpecsAbove: Infinity });
       fill(registry, 50);
