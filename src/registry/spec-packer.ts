@@ -18,7 +18,10 @@ export class SpecPacker {
 
   /** @param dictionary bytes whose substrings the packed specs may refer to, kept for unpacking */
   private constructor(dictionary: Buffer) {
-    this.#options = { dictionary, level: constants.Z_DEFAULT_COMPRESSION, windowBits: 13, memLevel: 4 };
+    // zlib's fastest level: a spec of 1.3 KB packs in about 4 µs less than at the default level,
+    // into about 12% more bytes (230 against 206 for the bench's specs); registrations that never
+    // pause pack one spec each (see BackgroundPacking), 1.03× the registrations/s (eight pairs).
+    this.#options = { dictionary, level: constants.Z_BEST_SPEED, windowBits: 13, memLevel: 4 };
   }
 
   /** A packer whose dictionary is made of `samples` (the latest first), up to 8 KiB of them. */
