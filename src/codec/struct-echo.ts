@@ -16,17 +16,18 @@ import { writeStructFields } from "./struct-binary.js";
  *   client's decoder could read otherwise, or refuse;
  * - for Structs of at most {@link maxEchoedBytes}, held as a one-byte string (a copy for a fraction
  *   of a microsecond, where a copy in a buffer of its own costs an ArrayBuffer);
- * - weakly, and until they are copied twice: an object dropped (a request that failed its checks)
- *   takes its bytes with it, and the second encoding that copies them lets go of them. A
- *   registered spec is copied by RegisterTool's answer and then by the packer, which encoded its
- *   schemas anew (about 5 µs of a registration's 140 when registrations never pause and each packs
- *   one spec; see BackgroundPacking) while the rule was one copy. Until then they are held beside
- *   the objects: by the specs waiting to be packed (at most 8,192 a registry), by the specs of a
- *   registry too small to pack and of tools with a handler here until a second answer (GetTool, a
- *   watch event) carries them, and by specs just unpacked (at most 2,048) likewise; at most
- *   {@link maxEchoedBytes} per Struct. The registry holds its own copy of the specs a provider
- *   announces, which keeps none (the announcement's objects keep theirs while the connection
- *   holds the announcement).
+ * - weakly, and until they are copied once: an object dropped (a request that failed its checks)
+ *   takes its bytes with it, and the first encoding that copies them (RegisterTool's answer, a
+ *   GetTool answer of a spec just unpacked, a watch event) lets go of them, unless they were
+ *   marked with {@link keepForOneMoreCopy}: a spec queued for packing keeps them for the packer,
+ *   which otherwise encoded its schemas anew (about 5 µs of a registration's 140 when
+ *   registrations never pause and each packs one spec; see BackgroundPacking). Any encoding in
+ *   between (a watcher's event) takes that copy. So at most the specs waiting to be packed (8,192
+ *   a registry) hold their bytes beside their objects, about doubling what a waiting spec holds,
+ *   and a spec whose answer was never encoded (its call cancelled) holds them until it is packed:
+ *   at most {@link maxEchoedBytes} per Struct. The registry holds its own copy of the specs a
+ *   provider announces, which keeps none (the announcement's objects keep theirs while the
+ *   connection holds the announcement).
  *
  * The latest objects were once kept in a ring of `WeakRef`s, so that any answer within the next
  * few hundred decodes could echo them: making a `WeakRef` per schema cost more than the second
@@ -35,8 +36,8 @@ import { writeStructFields } from "./struct-binary.js";
  */
 const echoingTypes = new WeakSet<DescMessage>();
 const kept = new WeakMap<JsonObject, string>();
-/** Objects whose kept bytes were copied once: the next copy is their last. */
-const copiedOnce = new WeakSet<JsonObject>();
+/** Objects whose kept bytes outlive their next copy (see {@link keepForOneMoreCopy}). */
+const oneMoreCopy = new WeakSet<JsonObject>();
 
 /** Larger Structs are not kept: they are rare, and each copy would be as large. */
 export const maxEchoedBytes = 64 * 1024;
@@ -59,6 +60,14 @@ export function keepStructBytes(object: JsonObject, bytes: string): void {
   kept.set(object, bytes);
 }
 
+/**
+ * Lets the kept bytes of `object`, if any, outlive its next copy: they are let go at the one after
+ * (a spec queued for packing: its answer, then the packer).
+ */
+export function keepForOneMoreCopy(object: JsonObject | undefined): void {
+  if (object !== undefined && kept.has(object)) oneMoreCopy.add(object);
+}
+
 /** Forgets the bytes of `object` (it is about to change: a second occurrence of its field merges into it). */
 export function forgetStructBytes(object: JsonObject): void {
   kept.delete(object);
@@ -66,7 +75,7 @@ export function forgetStructBytes(object: JsonObject): void {
 
 /**
  * Writes a JSON object as a Struct's fields: the bytes it was decoded from when they are kept, and
- * forgets them at their second copy (see the module comment).
+ * then forgets them, or spares them this once (see the module comment).
  */
 export function writeJsonObjectFields(out: BinaryOut, object: JsonObject): void {
   const bytes = kept.get(object);
@@ -74,7 +83,6 @@ export function writeJsonObjectFields(out: BinaryOut, object: JsonObject): void 
     writeStructFields(out, object);
     return;
   }
-  if (copiedOnce.has(object)) kept.delete(object);
-  else copiedOnce.add(object);
+  if (!oneMoreCopy.delete(object)) kept.delete(object);
   out.latin1(bytes);
 }

@@ -13,7 +13,8 @@ const sliceMs = 4;
 /**
  * Most entries of one registry left unpacked while registrations go on. An unpacked spec of a
  * 1 KiB schema holds about 1.1 KB of heap more than its packed form (and its decoding leaves about
- * 4 KB of RSS until collected), so waiting costs a registry about 9 MB of heap at most; without a
+ * 4 KB of RSS until collected), so waiting costs a registry about 9 MB of heap at most (twice that
+ * with the bytes their schemas were read from, kept for the packer: see struct-echo.ts); without a
  * bound, 100,000 registrations without a pause of {@link quietMs} held every spec unpacked
  * (600 MB of RSS at their end, against 223 MB once packed).
  */

@@ -1,4 +1,5 @@
 import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import { keepForOneMoreCopy } from "../codec/struct-echo.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { ChangeLog, type ToolChange, type ToolChangeKind } from "./change-log.js";
 import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
@@ -384,7 +385,13 @@ export class ToolRegistry {
   }
 
   #queued(entry: RegistryEntry, bounded = true): RegistryEntry {
-    if (entry.packable) this.#packing.add(entry, bounded);
+    if (entry.packable) {
+      // Its answer copies the bytes its schemas were decoded from; so can the packer, later.
+      const spec = entry.spec;
+      keepForOneMoreCopy(spec.inputSchema);
+      keepForOneMoreCopy(spec.outputSchema);
+      this.#packing.add(entry, bounded);
+    }
     return entry;
   }
 

@@ -5,9 +5,10 @@ import { ExecuteToolRequestSchema } from "../../gen/toolruntime/v1/runner_pb.js"
 import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { fromBinaryFast } from "../../src/codec/fast-binary-decode.js";
 import { toBinaryFast } from "../../src/codec/fast-binary.js";
-import { echoesStructFields } from "../../src/codec/struct-echo.js";
+import { echoesStructFields, keepForOneMoreCopy } from "../../src/codec/struct-echo.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
-import "../../src/registry/registry-entry.js";
+import type { RegistryEntry } from "../../src/registry/registry-entry.js";
+import { ToolRegistry } from "../../src/registry/tool-registry.js";
 import { validateSpec } from "../../src/registry/validate-spec.js";
 import { protobufRecursionLimit } from "../../src/server/protobuf-limits.js";
 import { randomJson, seededRandom } from "./random-messages.js";
@@ -203,16 +204,50 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
     expect(contains(toBinaryFast(ExecuteToolRequestSchema, request), reordered)).to.equal(false);
   });
 
-  it("copies a schema's bytes twice (the answer, then the packing): the next encoding carrying the same object encodes it anew", () => {
+  it("copies a schema's bytes once: the next answer carrying the same object encodes it anew", () => {
     const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.once"));
     const encode = () => toBinaryFast(ToolSpecSchema, early.spec as NonNullable<typeof early.spec>);
-    expect(contains(encode(), reordered), "the first encoding copies the bytes").to.equal(true);
-    expect(contains(encode(), reordered), "so does the second").to.equal(true);
-    const third = encode();
-    expect(contains(third, reordered), "the third encodes anew").to.equal(false);
-    expect(fromBinary(ToolSpecSchema, third).inputSchema).to.deep.equal({
+    expect(contains(encode(), reordered), "the first answer copies the bytes").to.equal(true);
+    const second = encode();
+    expect(contains(second, reordered), "the second encodes anew").to.equal(false);
+    expect(fromBinary(ToolSpecSchema, second).inputSchema).to.deep.equal({
       type: "object",
       default: { b: "x", "1": "y" },
     });
+  });
+
+  it("copies them once more when told to (a spec queued for packing), then encodes anew", () => {
+    const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.twice"));
+    const spec = early.spec as NonNullable<typeof early.spec>;
+    keepForOneMoreCopy(spec.inputSchema);
+    keepForOneMoreCopy(undefined);
+    const encode = () => toBinaryFast(ToolSpecSchema, spec);
+    expect(contains(encode(), reordered), "the answer copies the bytes").to.equal(true);
+    expect(contains(encode(), reordered), "so does the next encoding").to.equal(true);
+    expect(contains(encode(), reordered), "the one after encodes anew").to.equal(false);
+  });
+
+  it("lets the packer copy the bytes of a registered spec's schemas after its answer did", () => {
+    const registry = new ToolRegistry("echoes", { packSpecsAbove: 1 });
+    // The second tool makes the registry's packer (from its spec and the first's).
+    for (const name of ["demo.first", "demo.second"]) {
+      registry.register({ spec: create(ToolSpecSchema, { name, inputSchema: { type: "object" } }) });
+    }
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.packed"));
+    const registered = registry.register({ spec: decoded.spec as NonNullable<typeof decoded.spec>, owned: true });
+    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), reordered), "the answer").to.equal(true);
+    registry.packPending();
+    const entry = registry.get("demo.packed") as RegistryEntry;
+    expect(entry.packed).to.equal(true);
+    // Unpacked, the spec is decoded from what the packer wrote: the bytes as they were sent.
+    expect(contains(toBinaryFast(ToolSpecSchema, entry.spec), reordered), "the packed bytes").to.equal(true);
+  });
+
+  it("lets go at the first copy the bytes of a spec not queued for packing (a registry too small to pack)", () => {
+    const registry = new ToolRegistry("small", { packSpecsAbove: Infinity });
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.small"));
+    const registered = registry.register({ spec: decoded.spec as NonNullable<typeof decoded.spec>, owned: true });
+    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), reordered), "the answer").to.equal(true);
+    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), reordered), "the next").to.equal(false);
   });
 });
