@@ -47,6 +47,8 @@ export interface ServerConfig {
   readonly mcpPageSize: number;
   /** Tools a registry holds before it packs specs (see ToolRegistryOptions.packSpecsAbove). */
   readonly packSpecsAbove: number;
+  /** Specs a registry leaves waiting to be packed while registrations go on (see ToolRegistryOptions.maxSpecsWaitingToPack). */
+  readonly maxSpecsWaitingToPack: number;
   /** MCP servers whose tools are served as `mcp.NAME.TOOL`. */
   readonly mcpServers: readonly McpServerSpec[];
   /** Names of MCP servers whose readOnlyHint is trusted. */
@@ -361,6 +363,15 @@ const options: readonly OptionSpec[] = [
     min: 0,
     max: 1_000_000,
     text: "tools a registry holds before it keeps the specs of tools without a handler here packed (deflated, under half the memory; a spec not read lately costs tens of microseconds to read); a figure above the registry's size turns packing off",
+  },
+  {
+    key: "maxSpecsWaitingToPack",
+    flag: "max-specs-waiting-to-pack",
+    kind: "integer",
+    fallback: 8192,
+    min: 0,
+    max: 1_000_000,
+    text: "specs a registry past --pack-specs-above leaves unpacked while registrations come without a 200 ms pause (they are packed in the pause); past that, each registration packs the oldest one: memory stays bounded during a long import, for about 40 µs of each registration past it; 0 packs every spec as it is registered",
   },
   {
     key: "mcpPageSize",
@@ -682,6 +693,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     corsOrigins,
     mcpPageSize: get("mcpPageSize") as number,
     packSpecsAbove: get("packSpecsAbove") as number,
+    maxSpecsWaitingToPack: get("maxSpecsWaitingToPack") as number,
     mcpServers,
     mcpTrustHints,
     mcpTrustIdempotent,

@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     grpcPort: config.grpcPort,
     httpPort: config.httpPort,
     connection: config.connection,
-    registries: { packSpecsAbove: config.packSpecsAbove },
+    registries: { packSpecsAbove: config.packSpecsAbove, maxSpecsWaitingToPack: config.maxSpecsWaitingToPack },
     runners: { defaultTimeoutMs: config.defaultTimeoutMs },
     executions: { ...config.executions, logger },
     tools,

@@ -29,6 +29,13 @@ export interface ToolRegistryOptions {
    * Default 1,000; Infinity never packs.
    */
   readonly packSpecsAbove?: number;
+  /**
+   * Most specs waiting to be packed while registrations come without a pause (see
+   * BackgroundPacking): past it, each registration packs the oldest one, so that memory stays
+   * bounded during a long import at the price of a pack per registration. Default 8,192; 0 packs
+   * every spec as it is registered.
+   */
+  readonly maxSpecsWaitingToPack?: number;
 }
 
 /** How many recent specs make the dictionary of a registry's packer. */
@@ -111,7 +118,7 @@ export class ToolRegistry {
   readonly #packSpecsAbove: number;
   /** Made when the registry first grows past {@link ToolRegistryOptions.packSpecsAbove}. */
   #packer: SpecPacker | undefined;
-  readonly #packing = new BackgroundPacking();
+  readonly #packing: BackgroundPacking;
   /** The latest specs put, until there is a packer: its dictionary is made of them. */
   #recentSpecs: ToolSpec[] = [];
   #version: bigint;
@@ -125,6 +132,7 @@ export class ToolRegistry {
     this.#version = options.initialVersion ?? 0n;
     this.#log = new ChangeLog(options.retainedChanges ?? 10_000);
     this.#packSpecsAbove = options.packSpecsAbove ?? 1000;
+    this.#packing = new BackgroundPacking(options.maxSpecsWaitingToPack);
   }
 
   /** The version of the latest change; the initial version (0 by default) for a new registry. */

@@ -193,6 +193,16 @@ describe("packed specs", () => {
       registry.packPending();
     });
 
+    it("leaves as many unpacked as its option says, and none with 0", () => {
+      for (const bound of [0, 40]) {
+        const registry = new ToolRegistry("packing", { packSpecsAbove: threshold, maxSpecsWaitingToPack: bound });
+        for (let index = 0; index < threshold + 100; index++) registry.register({ spec: specFor(index, 1) });
+        const packed = registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed);
+        expect(packed, `bound ${bound}`).to.have.length(100 - bound);
+        registry.packPending();
+      }
+    });
+
     it("packs nothing at once when reloaded wholesale, and forgets what the entries it let go were waiting for", () => {
       const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
       for (let index = 0; index < 10; index++) registry.register({ spec: specFor(index, 1) });
