@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { defaultMaxConcurrentRuns, defaultMaxQueuedRuns } from "./executions/admission.js";
+import { defaultMaxPending } from "./registry/background-packing.js";
 import { parseArgs } from "node:util";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { actions } from "./auth/permissions.js";
@@ -368,10 +369,10 @@ const options: readonly OptionSpec[] = [
     key: "maxSpecsWaitingToPack",
     flag: "max-specs-waiting-to-pack",
     kind: "integer",
-    fallback: 8192,
-    min: 0,
+    fallback: defaultMaxPending,
+    min: 1,
     max: 1_000_000,
-    text: "specs a registry past --pack-specs-above leaves unpacked while registrations come without a 200 ms pause (they are packed in the pause); past that, each registration packs the oldest one: memory stays bounded during a long import, for about 80 µs more of the server's time per registration past it (the pack, and collecting the spec it lets go); 0 packs every spec as it is registered",
+    text: "specs a registry past --pack-specs-above leaves unpacked while registrations come without a 200 ms pause (they are packed in the pause); past that, each registration packs the oldest one: memory stays bounded during a long import, for about 80 µs more of the server's time per registration past it (the pack, and collecting the spec it lets go)",
   },
   {
     key: "mcpPageSize",

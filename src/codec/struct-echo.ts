@@ -71,6 +71,7 @@ export function keepForOneMoreCopy(object: JsonObject | undefined): void {
 /** Forgets the bytes of `object` (it is about to change: a second occurrence of its field merges into it). */
 export function forgetStructBytes(object: JsonObject): void {
   kept.delete(object);
+  oneMoreCopy.delete(object);
 }
 
 /**

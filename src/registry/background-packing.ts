@@ -39,7 +39,9 @@ export class BackgroundPacking {
 
   /** @param maxPending most entries left waiting; each add beyond packs the oldest at once */
   constructor(maxPending = defaultMaxPending) {
-    if (!(maxPending >= 0)) throw new RangeError(`maxPending is ${maxPending}: it must be 0 or more`);
+    // At least one waits: a spec packed before its registration is answered would be unpacked again
+    // by the first watcher's event or read of it.
+    if (!(maxPending >= 1)) throw new RangeError(`maxPending is ${maxPending}: it must be 1 or more`);
     this.#maxPending = maxPending;
   }
 

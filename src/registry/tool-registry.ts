@@ -32,8 +32,8 @@ export interface ToolRegistryOptions {
   /**
    * Most specs waiting to be packed while registrations come without a pause (see
    * BackgroundPacking): past it, each registration packs the oldest one, so that memory stays
-   * bounded during a long import at the price of a pack per registration. Default 8,192; 0 packs
-   * every spec as it is registered.
+   * bounded during a long import at the price of a pack per registration. Default 8,192; at
+   * least 1.
    */
   readonly maxSpecsWaitingToPack?: number;
 }

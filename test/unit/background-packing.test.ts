@@ -58,6 +58,7 @@ describe("background packing", () => {
   it("refuses a bound that is not a number of entries", () => {
     expect(() => new BackgroundPacking(Number.NaN)).to.throw(RangeError, "maxPending is NaN");
     expect(() => new BackgroundPacking(-1)).to.throw(RangeError, "maxPending is -1");
+    expect(() => new BackgroundPacking(0)).to.throw(RangeError, "maxPending is 0: it must be 1 or more");
   });
 
   // What this test holds was so before the bound on waiting entries as well.

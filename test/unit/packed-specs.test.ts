@@ -193,12 +193,13 @@ describe("packed specs", () => {
       registry.packPending();
     });
 
-    it("leaves as many unpacked as its option says, and none with 0", () => {
-      for (const bound of [0, 40]) {
+    it("leaves as many unpacked as its option says, the latest registered among them", () => {
+      for (const bound of [1, 40]) {
         const registry = new ToolRegistry("packing", { packSpecsAbove: threshold, maxSpecsWaitingToPack: bound });
         for (let index = 0; index < threshold + 100; index++) registry.register({ spec: specFor(index, 1) });
         const packed = registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed);
         expect(packed, `bound ${bound}`).to.have.length(100 - bound);
+        expect((registry.get(`pack.tool_${threshold + 99}`) as RegistryEntry).packed).to.equal(false);
         registry.packPending();
       }
     });

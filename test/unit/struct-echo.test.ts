@@ -7,6 +7,8 @@ import { fromBinaryFast } from "../../src/codec/fast-binary-decode.js";
 import { toBinaryFast } from "../../src/codec/fast-binary.js";
 import { echoesStructFields, keepForOneMoreCopy } from "../../src/codec/struct-echo.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
+// Loading the registry's entries turns the echo on for ToolSpec (echoStructFieldsOf).
+import "../../src/registry/registry-entry.js";
 import type { RegistryEntry } from "../../src/registry/registry-entry.js";
 import { ToolRegistry } from "../../src/registry/tool-registry.js";
 import { validateSpec } from "../../src/registry/validate-spec.js";
