@@ -22,7 +22,7 @@ import { writeStructFields } from "./struct-binary.js";
  *   marked with {@link keepForOneMoreCopy}: a spec queued for packing keeps them for the packer,
  *   which otherwise encoded its schemas anew (about 5 µs of a registration's 140 when
  *   registrations never pause and each packs one spec; see BackgroundPacking). Any encoding in
- *   between (a watcher's event) takes that copy. So at most the specs waiting to be packed (8,192
+ *   between (a watcher's event) takes that copy. So at most the specs waiting to be packed (32,768
  *   a registry) hold their bytes beside their objects, about doubling what a waiting spec holds,
  *   and a spec whose answer was never encoded (its call cancelled) holds them until it is packed:
  *   at most {@link maxEchoedBytes} per Struct. The registry holds its own copy of the specs a

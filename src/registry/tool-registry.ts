@@ -32,7 +32,7 @@ export interface ToolRegistryOptions {
   /**
    * Most specs waiting to be packed while registrations come without a pause (see
    * BackgroundPacking): past it, each registration packs the oldest one, so that memory stays
-   * bounded during a long import at the price of a pack per registration. Default 8,192; at
+   * bounded during a long import at the price of a pack per registration. Default 32,768; at
    * least 1.
    */
   readonly maxSpecsWaitingToPack?: number;

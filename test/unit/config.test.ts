@@ -115,8 +115,8 @@ describe("readConfig()", () => {
     expect(() => readConfig(["--pack-specs-above", "-1"], {})).to.throw("--pack-specs-above");
   });
 
-  it("reads --max-specs-waiting-to-pack, 8,192 by default, and refuses less than 1", () => {
-    expect(readConfig([], {}).maxSpecsWaitingToPack).to.equal(8192);
+  it("reads --max-specs-waiting-to-pack, 32,768 by default, and refuses less than 1", () => {
+    expect(readConfig([], {}).maxSpecsWaitingToPack).to.equal(32_768);
     expect(readConfig(["--max-specs-waiting-to-pack", "1"], {}).maxSpecsWaitingToPack).to.equal(1);
     expect(readConfig([], { TOOLRUNTIME_MAX_SPECS_WAITING_TO_PACK: "50000" }).maxSpecsWaitingToPack).to.equal(50_000);
     expect(() => readConfig(["--max-specs-waiting-to-pack", "0"], {})).to.throw("--max-specs-waiting-to-pack");

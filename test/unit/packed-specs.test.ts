@@ -1,7 +1,6 @@
 import { create, equals, toBinary } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
-import { defaultMaxPending } from "../../src/registry/background-packing.js";
 import { RegistryEntry } from "../../src/registry/registry-entry.js";
 import { SpecPacker } from "../../src/registry/spec-packer.js";
 import { ToolRegistry } from "../../src/registry/tool-registry.js";
@@ -182,8 +181,8 @@ describe("packed specs", () => {
     });
 
     it("packs as it goes when registrations never pause, leaving at most its bound unpacked", () => {
-      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
-      const count = threshold + defaultMaxPending + 300;
+      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold, maxSpecsWaitingToPack: 1000 });
+      const count = threshold + 1000 + 300;
       for (let index = 0; index < count; index++) registry.register({ spec: specFor(index, 1) });
       const packed = registry.snapshot().tools.filter((tool) => (tool as RegistryEntry).packed);
       expect(packed).to.have.length(300);
@@ -205,10 +204,10 @@ describe("packed specs", () => {
     });
 
     it("packs nothing at once when reloaded wholesale, and forgets what the entries it let go were waiting for", () => {
-      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold });
+      const registry = new ToolRegistry("packing", { packSpecsAbove: threshold, maxSpecsWaitingToPack: 1000 });
       for (let index = 0; index < 10; index++) registry.register({ spec: specFor(index, 1) });
       const before = registry.get("pack.tool_9") as RegistryEntry;
-      const count = threshold + defaultMaxPending + 300;
+      const count = threshold + 1000 + 300;
       const specs = Array.from({ length: count }, (_, index) => ({ ...specFor(index, 1), version: 1n }));
       registry.reset(specs, 7n);
       expect(registry.snapshot().tools.some((tool) => (tool as RegistryEntry).packed)).to.equal(false);
