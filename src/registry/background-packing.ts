@@ -39,6 +39,8 @@ export class BackgroundPacking {
   #head = 0;
   #lastAddedAt = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Set while {@link refill} runs: nothing is packed at once. */
+  #refilling = false;
 
   /** @param maxPending most entries left waiting; each add beyond packs the oldest at once */
   constructor(maxPending = defaultMaxPending) {
@@ -58,15 +60,11 @@ export class BackgroundPacking {
     return this.#queue.length;
   }
 
-  /**
-   * Queues an entry. Past the bound, the oldest waiting entry is packed at once, unless `bounded`
-   * is false: a registry reloaded wholesale queues every spec in one turn, where packing most of
-   * them at once would hold the event loop for seconds (they are packed in the background).
-   */
-  add(entry: Packable, bounded = true): void {
+  /** Queues an entry. Past the bound, the oldest waiting entry is packed at once (but see {@link refill}). */
+  add(entry: Packable): void {
     this.#queue.push(entry);
     this.#lastAddedAt = performance.now();
-    if (bounded && this.#queue.length - this.#head > this.#maxPending) this.#packNext();
+    if (!this.#refilling && this.#queue.length - this.#head > this.#maxPending) this.#packNext();
     // The packed head is dropped once it is half the queue, so that a queue that never empties
     // (registrations that never pause) does not grow.
     if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
@@ -74,6 +72,21 @@ export class BackgroundPacking {
       this.#head = 0;
     }
     this.#timer ??= setTimeout(this.#run, quietMs).unref();
+  }
+
+  /**
+   * Forgets every entry waiting, then runs `fill`, whose adds pack nothing at once: a registry
+   * reloaded wholesale queues every spec in one turn, where packing most of them at once would hold
+   * the event loop for seconds (they are packed in the background).
+   */
+  refill(fill: () => void): void {
+    this.clear();
+    this.#refilling = true;
+    try {
+      fill();
+    } finally {
+      this.#refilling = false;
+    }
   }
 
   /** Forgets every entry waiting (their registry let go of them), packing none. */

@@ -358,17 +358,17 @@ export class ToolRegistry {
   reset(specs: readonly ToolSpec[], version: bigint): void {
     this.#tools.clear();
     this.#names.clear();
-    this.#packing.clear();
-    for (const spec of specs) this.#put(spec, false);
+    this.#packing.refill(() => {
+      for (const spec of specs) this.#put(spec);
+    });
     this.#version = version;
     this.#log.clear();
     for (const onReset of this.#resetListeners) onReset();
   }
 
-  /** @param bounded whether the packing queue may pack an entry now (see BackgroundPacking.add) */
-  #put(spec: ToolSpec, bounded = true): RegistryEntry {
+  #put(spec: ToolSpec): RegistryEntry {
     const local = this.#localHandlers.get(spec.name);
-    const entry = this.#newEntry(spec, local?.handler, local?.hooks, bounded);
+    const entry = this.#newEntry(spec, local?.handler, local?.hooks);
     this.#tools.set(spec.name, entry);
     this.#names.add(spec.name);
     return entry;
@@ -383,22 +383,17 @@ export class ToolRegistry {
   }
 
   /** A new entry, queued for packing when the registry is past its threshold. */
-  #newEntry(
-    spec: ToolSpec,
-    handler: ToolHandler | undefined,
-    hooks: CheckpointHooks | undefined,
-    bounded = true,
-  ): RegistryEntry {
-    return this.#queued(new RegistryEntry(spec, handler, hooks, this.#packerFor(spec)), bounded);
+  #newEntry(spec: ToolSpec, handler: ToolHandler | undefined, hooks: CheckpointHooks | undefined): RegistryEntry {
+    return this.#queued(new RegistryEntry(spec, handler, hooks, this.#packerFor(spec)));
   }
 
-  #queued(entry: RegistryEntry, bounded = true): RegistryEntry {
+  #queued(entry: RegistryEntry): RegistryEntry {
     if (entry.packable) {
       // Its answer copies the bytes its schemas were decoded from; so can the packer, later.
       const spec = entry.spec;
       keepForOneMoreCopy(spec.inputSchema);
       keepForOneMoreCopy(spec.outputSchema);
-      this.#packing.add(entry, bounded);
+      this.#packing.add(entry);
     }
     return entry;
   }

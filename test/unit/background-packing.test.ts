@@ -43,10 +43,12 @@ describe("background packing", () => {
     expect(packed).to.have.length(50_000);
   });
 
-  it("packs none at once when told the add is not bounded (a registry reloaded wholesale)", () => {
+  it("packs none at once while refilled (a registry reloaded wholesale)", () => {
     const packed: number[] = [];
     const packing = new BackgroundPacking(3);
-    for (const entry of entries(10, packed)) packing.add(entry, false);
+    packing.refill(() => {
+      for (const entry of entries(10, packed)) packing.add(entry);
+    });
     expect(packed).to.deep.equal([]);
     expect(packing.pending).to.equal(10);
     packing.clear();
