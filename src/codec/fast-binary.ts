@@ -6,9 +6,8 @@ import { planMessageWriter, type FieldKinds } from "./message-writer-source.js";
 import { writeJsonObjectFields } from "./struct-echo.js";
 
 /**
- * Messages encoded byte for byte as protobuf-es's `toBinary` encodes them (but for the ToolSpec
- * schemas of struct-echo.ts, copied as they were read: the same bytes, keys perhaps in another
- * order), several times faster:
+ * Messages encoded byte for byte as protobuf-es's `toBinary` encodes them (the ToolSpec schemas
+ * of struct-echo.ts copied as they were read, which are those bytes), several times faster:
  * an encoder is made once per message type from its descriptor (a function built from source, see
  * message-writer-source.ts), writes the message in one pass (see BinaryOut), and writes
  * `google.protobuf.Struct` fields straight from their JSON objects. It takes a message or the

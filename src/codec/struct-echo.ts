@@ -10,9 +10,11 @@ import { writeStructFields } from "./struct-binary.js";
  * - for the Struct fields of the message types named with {@link echoStructFieldsOf}, whose
  *   objects nobody changes once decoded (ToolSpec: a registry's specs are shared with every
  *   reader, and no other holder of a decoded spec changes its schemas);
- * - for bytes that protobuf-es would write back exactly as they are, key order aside (see
- *   `WireReader.lossy` and struct-from-binary.ts): no longer forms, no unknown fields, nothing
- *   read as null that the bytes do not hold, so that an answer never carries bytes that another
+ * - for bytes that protobuf-es would write back exactly as they are (see `WireReader.lossy` and
+ *   struct-from-binary.ts): no longer forms, no unknown fields, nothing read as null that the
+ *   bytes do not hold, keys in the order the object lists them (array-index keys first, in
+ *   ascending order, as JavaScript lists them), so that an answer is byte for byte what encoding
+ *   the object gives, whichever answer comes first, and never carries bytes that another
  *   client's decoder could read otherwise, or refuse;
  * - for Structs of at most {@link maxEchoedBytes}, held as a one-byte string (a copy for a fraction
  *   of a microsecond, where a copy in a buffer of its own costs an ArrayBuffer);
@@ -66,6 +68,11 @@ export function keepStructBytes(object: JsonObject, bytes: string): void {
  */
 export function keepForOneMoreCopy(object: JsonObject | undefined): void {
   if (object !== undefined && kept.has(object)) oneMoreCopy.add(object);
+}
+
+/** Whether bytes are kept for `object` (tests follow when they are copied and let go with it). */
+export function hasKeptBytes(object: JsonObject): boolean {
+  return kept.has(object);
 }
 
 /** Forgets the bytes of `object` (it is about to change: a second occurrence of its field merges into it). */

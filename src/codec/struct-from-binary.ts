@@ -18,10 +18,19 @@ import { notDecoded, wireBit64, wireDelimited, wireVarint, type WireReader } fro
  */
 export function readStruct(reader: WireReader, end: number, target: JsonObject): JsonObject {
   reader.enter();
+  // The last key read that is an array index (see indexOfKey), or afterName once another key was read.
+  let lastIndex = -1;
   while (reader.pos < end) {
     const tag = tagOf(reader);
-    if (tag === tagEntry) readEntry(reader, delimitedOf(reader), target);
-    else if (tag >>> 3 === 1) throw notDecoded;
+    if (tag === tagEntry) {
+      const key = readEntry(reader, delimitedOf(reader), target);
+      // JavaScript lists an object's array-index keys first, in ascending order, whatever order
+      // they came in: bytes that give them otherwise are not what the object encodes to.
+      const index = indexOfKey(key);
+      if (index < 0) lastIndex = afterName;
+      else if (index <= lastIndex) reader.lossy = true;
+      else lastIndex = index;
+    } else if (tag >>> 3 === 1) throw notDecoded;
     else skipUnknown(reader, tag);
   }
   reader.endAt(end);
@@ -49,8 +58,30 @@ const tagListItem = (1 << 3) | wireDelimited;
  */
 const authorKeyed = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
 
-/** One map entry of Struct.fields (key = 1, value = 2); a value field seen twice merges, as a message does. */
-function readEntry(reader: WireReader, end: number, target: JsonObject): void {
+/** Marks, in readStruct, that a key other than an array index was read. */
+const afterName = Number.POSITIVE_INFINITY;
+
+/**
+ * The array index a key names ("0", "7", "4294967294": canonical decimal, below 2^32 − 1), which
+ * JavaScript lists before other keys and in ascending order; -1 for any other key.
+ */
+function indexOfKey(key: string): number {
+  const first = key.charCodeAt(0);
+  // Most keys start with a letter: one comparison.
+  if (!(first >= 48 && first <= 57) || key.length > 10 || (first === 48 && key.length > 1)) return -1;
+  for (let i = 1; i < key.length; i++) {
+    const code = key.charCodeAt(i);
+    if (code < 48 || code > 57) return -1;
+  }
+  const index = Number(key);
+  return index < 4294967295 ? index : -1;
+}
+
+/**
+ * One map entry of Struct.fields (key = 1, value = 2); a value field seen twice merges, as a
+ * message does. Returns the key the entry set.
+ */
+function readEntry(reader: WireReader, end: number, target: JsonObject): string {
   let key: string | undefined;
   let value: JsonValue | undefined;
   while (reader.pos < end) {
@@ -69,6 +100,7 @@ function readEntry(reader: WireReader, end: number, target: JsonObject): void {
   if (key === undefined || value === undefined) reader.lossy = true;
   else if (Object.prototype.hasOwnProperty.call(target, key)) reader.lossy = true;
   setOwn(target, key ?? "", value ?? null);
+  return key ?? "";
 }
 
 /**

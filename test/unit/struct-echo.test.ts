@@ -5,7 +5,7 @@ import { ExecuteToolRequestSchema } from "../../gen/toolruntime/v1/runner_pb.js"
 import { ToolSpecSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { fromBinaryFast } from "../../src/codec/fast-binary-decode.js";
 import { toBinaryFast } from "../../src/codec/fast-binary.js";
-import { echoesStructFields, keepForOneMoreCopy } from "../../src/codec/struct-echo.js";
+import { echoesStructFields, hasKeptBytes, keepForOneMoreCopy } from "../../src/codec/struct-echo.js";
 import { encodeStruct } from "../../src/codec/struct-binary.js";
 // Loading the registry's entries turns the echo on for ToolSpec (echoStructFieldsOf).
 import "../../src/registry/registry-entry.js";
@@ -29,16 +29,22 @@ const stringEntry = (key: string, value: string): number[] =>
 /** An unknown varint field (number 9) inside a Struct: valid protobuf that the JSON form drops. */
 const unknownField = [0x48, 0x07];
 /**
- * A Struct whose keys come in an order protobuf-es would not write them in, {"b": "x", "1": "y"}: a
- * JavaScript object lists the integer-like key first, so encoded anew it starts with "1". Its bytes
- * show whether a Struct was echoed or encoded anew.
+ * A Struct whose keys come in the order a JavaScript object lists them, {"1": "y", "b": "x"}:
+ * array-index keys first (ascending), then the others as they came. Its bytes are what encoding
+ * the object gives, so they may be echoed.
+ */
+const ordered = [...stringEntry("1", "y"), ...stringEntry("b", "x")];
+/**
+ * The same Struct with its keys in another order, {"b": "x", "1": "y"}: the object lists "1" first,
+ * so these bytes are not what it encodes to, and must never be echoed.
  */
 const reordered = [...stringEntry("b", "x"), ...stringEntry("1", "y")];
-/** A schema {"type": "object", "default": {"b": "x", "1": "y"}} with that Struct inside, as bytes. */
-const reorderedSchema = [
+/** A schema {"type": "object", "default": STRUCT} with `struct`'s bytes inside. */
+const schemaWithDefault = (struct: readonly number[]): number[] => [
   ...stringEntry("type", "object"),
-  ...delimited(0x0a, [...delimited(0x0a, text("default")), ...delimited(0x12, delimited(0x2a, reordered))]),
+  ...delimited(0x0a, [...delimited(0x0a, text("default")), ...delimited(0x12, delimited(0x2a, [...struct]))]),
 ];
+const orderedSchema = schemaWithDefault(ordered);
 
 /** A RegisterToolRequest whose spec (field 2) has name (1) and, as input_schema (5), `schema`'s bytes. */
 const registerRequest = (schema: readonly number[], name = "demo.echo"): Uint8Array =>
@@ -87,13 +93,58 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
     }
   });
 
-  it("copies the schema's bytes as read: its keys come back in their order, and the spec decodes the same", () => {
-    const { bytes, schema: kept } = answer(registerRequest(reorderedSchema));
-    expect(kept).to.deep.equal({ type: "object", default: { b: "x", "1": "y" } });
-    expect(contains(bytes, reorderedSchema), "the schema's bytes as sent").to.equal(true);
+  it("copies the schema's bytes as read when they are what the object encodes to, and the spec decodes the same", () => {
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(orderedSchema));
+    expect(hasKeptBytes(decoded.spec?.inputSchema as JsonObject), "kept").to.equal(true);
+    const { bytes, schema: kept } = answer(registerRequest(orderedSchema));
+    expect(kept).to.deep.equal({ type: "object", default: { "1": "y", b: "x" } });
+    expect(contains(bytes, orderedSchema), "the schema's bytes as sent").to.equal(true);
     const echoed = fromBinary(RegisterToolResponseSchema, bytes);
     expect(echoed.spec?.inputSchema).to.deep.equal(kept);
     expect(echoed.spec?.name).to.equal("demo.echo");
+  });
+
+  // A JavaScript object lists array-index keys first, in ascending order: bytes that give them
+  // otherwise are not what it encodes to. Echoing them made the first answer differ from every later one.
+  const outOfOrder: [string, number[]][] = [
+    ["an index key after another key", reordered],
+    ["index keys in descending order", [...stringEntry("2", "y"), ...stringEntry("1", "x")]],
+    [
+      "an index key after another, nested in a list",
+      [
+        ...delimited(0x0a, [
+          ...delimited(0x0a, text("l")),
+          ...delimited(0x12, delimited(0x32, delimited(0x0a, delimited(0x2a, reordered)))),
+        ]),
+      ],
+    ],
+  ];
+  for (const [title, struct] of outOfOrder) {
+    it(`encodes anew a schema with ${title}`, () => {
+      const schemaBytes = schemaWithDefault(struct);
+      const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(schemaBytes));
+      expect(hasKeptBytes(decoded.spec?.inputSchema as JsonObject), "not kept").to.equal(false);
+      const { bytes, schema } = answer(registerRequest(schemaBytes));
+      expect(contains(bytes, schemaBytes), "the bytes as sent").to.equal(false);
+      const expected = toBinary(RegisterToolResponseSchema, fromBinary(RegisterToolResponseSchema, bytes));
+      expect(Buffer.from(bytes).equals(Buffer.from(expected)), "what protobuf-es writes").to.equal(true);
+      expect(contains(bytes, [...encodeStruct(schema as JsonObject)]), "encoded anew").to.equal(true);
+    });
+  }
+
+  it("keeps the bytes of index keys that come first and in ascending order, even past 2^31", () => {
+    const struct = [
+      ...stringEntry("7", "a"),
+      ...stringEntry("4294967294", "b"),
+      ...stringEntry("4294967295", "c"),
+      ...stringEntry("07", "d"),
+      ...stringEntry("x", "e"),
+    ];
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(schemaWithDefault(struct)));
+    const schema = decoded.spec?.inputSchema as JsonObject;
+    // "4294967295" and "07" are not array indexes: JavaScript lists them in the order they came.
+    expect(Object.keys(schema["default"] as JsonObject)).to.deep.equal(["7", "4294967294", "4294967295", "07", "x"]);
+    expect(hasKeptBytes(schema), "kept").to.equal(true);
   });
 
   // Bytes that protobuf-es would not write back as they are: each schema is {"type": "object"} and
@@ -189,44 +240,53 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
   });
 
   it("encodes anew a schema sent in two parts (the second merges into the first)", () => {
-    const first = reorderedSchema;
+    const first = orderedSchema;
     const second = stringEntry("title", "second");
     const request = Uint8Array.from(
       delimited(0x12, [...delimited(0x0a, text("demo.twice")), ...delimited(0x2a, first), ...delimited(0x2a, second)]),
     );
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, request);
+    expect(hasKeptBytes(decoded.spec?.inputSchema as JsonObject), "the first part's bytes forgotten").to.equal(false);
     const { bytes, schema } = answer(request);
-    expect(schema).to.deep.equal({ type: "object", default: { b: "x", "1": "y" }, title: "second" });
-    expect(contains(bytes, reordered)).to.equal(false);
+    expect(schema).to.deep.equal({ type: "object", default: { "1": "y", b: "x" }, title: "second" });
+    const expected = toBinary(RegisterToolResponseSchema, fromBinary(RegisterToolResponseSchema, bytes));
+    expect(Buffer.from(bytes).equals(Buffer.from(expected))).to.equal(true);
     expect(fromBinary(RegisterToolResponseSchema, bytes).spec?.inputSchema).to.deep.equal(schema);
   });
 
   it("keeps nothing for other messages' Struct fields (a run's inputs)", () => {
-    const request = fromBinaryFast(ExecuteToolRequestSchema, Uint8Array.from(delimited(0x1a, reordered)));
-    expect(request.inputs).to.deep.equal({ b: "x", "1": "y" });
-    expect(contains(toBinaryFast(ExecuteToolRequestSchema, request), reordered)).to.equal(false);
+    const request = fromBinaryFast(ExecuteToolRequestSchema, Uint8Array.from(delimited(0x1a, ordered)));
+    expect(request.inputs).to.deep.equal({ "1": "y", b: "x" });
+    expect(hasKeptBytes(request.inputs as JsonObject)).to.equal(false);
   });
 
   it("copies a schema's bytes once: the next answer carrying the same object encodes it anew", () => {
-    const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.once"));
-    const encode = () => toBinaryFast(ToolSpecSchema, early.spec as NonNullable<typeof early.spec>);
-    expect(contains(encode(), reordered), "the first answer copies the bytes").to.equal(true);
+    const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(orderedSchema, "demo.once"));
+    const spec = early.spec as NonNullable<typeof early.spec>;
+    const encode = () => toBinaryFast(ToolSpecSchema, spec);
+    const first = encode();
+    expect(contains(first, orderedSchema), "the first answer holds the bytes").to.equal(true);
+    expect(hasKeptBytes(spec.inputSchema as JsonObject), "let go at the first copy").to.equal(false);
     const second = encode();
-    expect(contains(second, reordered), "the second encodes anew").to.equal(false);
+    expect(Buffer.from(second).equals(Buffer.from(first)), "the second, encoded anew, is the same").to.equal(true);
     expect(fromBinary(ToolSpecSchema, second).inputSchema).to.deep.equal({
       type: "object",
-      default: { b: "x", "1": "y" },
+      default: { "1": "y", b: "x" },
     });
   });
 
   it("copies them once more when told to (a spec queued for packing), then encodes anew", () => {
-    const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.twice"));
+    const early = fromBinaryFast(RegisterToolRequestSchema, registerRequest(orderedSchema, "demo.twice"));
     const spec = early.spec as NonNullable<typeof early.spec>;
+    const schema = spec.inputSchema as JsonObject;
     keepForOneMoreCopy(spec.inputSchema);
     keepForOneMoreCopy(undefined);
     const encode = () => toBinaryFast(ToolSpecSchema, spec);
-    expect(contains(encode(), reordered), "the answer copies the bytes").to.equal(true);
-    expect(contains(encode(), reordered), "so does the next encoding").to.equal(true);
-    expect(contains(encode(), reordered), "the one after encodes anew").to.equal(false);
+    const first = encode();
+    expect(hasKeptBytes(schema), "kept after the answer's copy").to.equal(true);
+    expect(Buffer.from(encode()).equals(Buffer.from(first)), "the next encoding copies them").to.equal(true);
+    expect(hasKeptBytes(schema), "let go at the second copy").to.equal(false);
+    expect(Buffer.from(encode()).equals(Buffer.from(first)), "the one after, encoded anew").to.equal(true);
   });
 
   it("lets the packer copy the bytes of a registered spec's schemas after its answer did", () => {
@@ -235,21 +295,30 @@ describe("struct echo: a spec's schemas answered with the bytes they were read f
     for (const name of ["demo.first", "demo.second"]) {
       registry.register({ spec: create(ToolSpecSchema, { name, inputSchema: { type: "object" } }) });
     }
-    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.packed"));
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(orderedSchema, "demo.packed"));
     const registered = registry.register({ spec: decoded.spec as NonNullable<typeof decoded.spec>, owned: true });
-    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), reordered), "the answer").to.equal(true);
+    const schema = registered.spec.inputSchema as JsonObject;
+    const answered = toBinaryFast(ToolSpecSchema, registered.spec);
+    expect(contains(answered, orderedSchema), "the answer").to.equal(true);
+    expect(hasKeptBytes(schema), "kept for the packer").to.equal(true);
     registry.packPending();
     const entry = registry.get("demo.packed") as RegistryEntry;
     expect(entry.packed).to.equal(true);
-    // Unpacked, the spec is decoded from what the packer wrote: the bytes as they were sent.
-    expect(contains(toBinaryFast(ToolSpecSchema, entry.spec), reordered), "the packed bytes").to.equal(true);
+    expect(hasKeptBytes(schema), "the packer took its copy").to.equal(false);
+    // Unpacked, the spec is decoded from what the packer wrote, and answers the same bytes.
+    expect(
+      Buffer.from(toBinaryFast(ToolSpecSchema, entry.spec)).equals(Buffer.from(answered)),
+      "the packed bytes",
+    ).to.equal(true);
   });
 
   it("lets go at the first copy the bytes of a spec not queued for packing (a registry too small to pack)", () => {
     const registry = new ToolRegistry("small", { packSpecsAbove: Infinity });
-    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(reorderedSchema, "demo.small"));
+    const decoded = fromBinaryFast(RegisterToolRequestSchema, registerRequest(orderedSchema, "demo.small"));
     const registered = registry.register({ spec: decoded.spec as NonNullable<typeof decoded.spec>, owned: true });
-    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), reordered), "the answer").to.equal(true);
-    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), reordered), "the next").to.equal(false);
+    const schema = registered.spec.inputSchema as JsonObject;
+    expect(hasKeptBytes(schema), "kept until the answer").to.equal(true);
+    expect(contains(toBinaryFast(ToolSpecSchema, registered.spec), orderedSchema), "the answer").to.equal(true);
+    expect(hasKeptBytes(schema), "let go at its copy").to.equal(false);
   });
 });
