@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
-import { BinaryOut } from "./binary-out.js";
+import { BinaryOut, delimitedSize } from "./binary-out.js";
 
 /**
  * A JSON object written directly as the fields of a `google.protobuf.Struct`, byte for byte what
@@ -109,4 +109,44 @@ export function encodeStruct(object: JsonObject): Uint8Array {
   const out = new BinaryOut();
   writeStructFields(out, object);
   return out.finish();
+}
+
+/**
+ * The bytes a JSON object takes as the fields of a `google.protobuf.Struct` (what
+ * {@link writeStructFields} writes), without writing them. A Struct can be several times its JSON
+ * text: a number is a Value of nine bytes, each list item and each entry adds a tag and a length
+ * (`[0,0,…]` takes 5.5 bytes per item against 2 in JSON).
+ */
+export function structFieldsSize(object: JsonObject): number {
+  let size = 0;
+  for (const key of Object.keys(object)) {
+    const value = object[key];
+    if (value === undefined) continue;
+    const entry = delimitedSize(1, Buffer.byteLength(key)) + delimitedSize(1, valueFieldsSize(value));
+    size += delimitedSize(1, entry);
+  }
+  return size;
+}
+
+/** The bytes of a `google.protobuf.Value`'s fields holding `value` (see writeValueFields). */
+export function valueFieldsSize(value: JsonValue): number {
+  switch (typeof value) {
+    case "number":
+      return 9;
+    case "string":
+      return delimitedSize(1, Buffer.byteLength(value));
+    case "boolean":
+      return 2;
+    case "object": {
+      if (value === null) return 2;
+      if (Array.isArray(value)) {
+        let list = 0;
+        for (const item of value) list += delimitedSize(1, valueFieldsSize(item));
+        return delimitedSize(1, list);
+      }
+      return delimitedSize(1, structFieldsSize(value));
+    }
+    default:
+      throw new TypeError(`a ${typeof value} is not a JSON value`);
+  }
 }

@@ -52,11 +52,13 @@ function walkJsonObject(
   limits: JsonLimits,
   copy: boolean,
 ): { ok: true; copy: unknown; bytes: number } | { ok: false; problem: string } {
-  if (!isPlainObject(value)) {
-    return { ok: false, problem: `${label} is ${describe(value)}: it must be a JSON object` };
-  }
   const walk: Walk = { label, limits, copy, bytes: 0, trail: [], ancestors: [] };
+  // Inside the try: a proxy's traps (getPrototypeOf, a revoked proxy's every operation) throw from
+  // the first look at the value.
   try {
+    if (!isPlainObject(value)) {
+      return { ok: false, problem: `${label} is ${describe(value)}: it must be a JSON object` };
+    }
     const clone = copyJson(value, 1, walk);
     return { ok: true, copy: clone, bytes: walk.bytes };
   } catch (error) {
@@ -64,7 +66,17 @@ function walkJsonObject(
     if (error instanceof RangeError) {
       return { ok: false, problem: `${label} could not be checked: it is nested too deeply` };
     }
-    return { ok: false, problem: `${label} could not be read: ${String(error)}` };
+    return { ok: false, problem: `${label} could not be read: ${textOf(error)}` };
+  }
+}
+
+/** What a getter or trap threw, as text of at most 1,000 characters; never throws. */
+function textOf(thrown: unknown): string {
+  try {
+    const text = String(thrown);
+    return text.length > 1000 ? `${text.slice(0, 999)}…` : text;
+  } catch {
+    return "a value that cannot be described";
   }
 }
 
@@ -192,8 +204,19 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return proto === Object.prototype || proto === null;
 }
 
-/** A short description of a value's kind for error messages: "a BigInt", "undefined", "a Map". */
+/**
+ * A short description of a value's kind for error messages: "a BigInt", "undefined", "a Map".
+ * Never throws: a proxy whose traps throw is "an object that cannot be inspected".
+ */
 export function describe(value: unknown): string {
+  try {
+    return describeKind(value);
+  } catch {
+    return "an object that cannot be inspected";
+  }
+}
+
+function describeKind(value: unknown): string {
   if (value === undefined) return "undefined";
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";

@@ -13,7 +13,8 @@ import { quote } from "../registry/names.js";
 import { DeclaredFailure } from "./declared-failure.js";
 import { HandlerContext, type HandlerContextActions } from "./handler-context.js";
 import { isoTime } from "./iso-time.js";
-import { describeThrown, failed, succeeded } from "./run-outcome.js";
+import { roomForOutput, sizeProblem } from "./output-fits.js";
+import { cut, describeThrown, failed, succeeded } from "./run-outcome.js";
 import type { RunInfo, RunObserver } from "./run-observer.js";
 import type { PreparedRun } from "./tool-runner.js";
 
@@ -95,12 +96,40 @@ const runFinished = new Error("run finished");
 /** What handlerCalled receives for a handler that returned a value: it settled already. */
 const settledAlready: Promise<void> = Promise.resolve();
 
+/**
+ * Whether `value` is a promise-like. A `then` that cannot be read (a getter or a proxy's trap that
+ * throws) is not: the value is then taken as returned, and the output check says it cannot be read.
+ */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === "object" || typeof value === "function") &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === "function"
-  );
+  try {
+    return (
+      (typeof value === "object" || typeof value === "function") &&
+      value !== null &&
+      typeof (value as { then?: unknown }).then === "function"
+    );
+  } catch {
+    return false;
+  }
+}
+
+// `instanceof` asks a proxy's getPrototypeOf trap, which may throw: these ask without throwing.
+
+/** What a handler threw, when it is a failure a provider declared. */
+function declaredFailureOf(thrown: unknown): DeclaredFailure | undefined {
+  try {
+    return thrown instanceof DeclaredFailure ? thrown : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a handler threw, when it is a provider's failure to run it (see providers/). */
+function providerErrorOf(thrown: unknown): Error | undefined {
+  try {
+    return thrown instanceof Error && thrown.name === "ProviderError" ? thrown : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Longest log line kept, in characters. */
@@ -311,7 +340,11 @@ class ToolExecution implements RunInfo, HandlerContextActions {
   emitOutput(chunk: JsonValue): void {
     const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
     if (!check.ok) throw new TypeError(check.problem);
-    if (this.#running) this.options.sink?.output?.(check.value["chunk"] as JsonValue);
+    const value = check.value["chunk"] as JsonValue;
+    const limit = Math.min(outputChunkLimits.maxBytes, roomForOutput(this.runner.jsonLimits.maxBytes));
+    const tooLarge = sizeProblem("output chunk", value, check.bytes, limit);
+    if (tooLarge) throw new TypeError(tooLarge);
+    if (this.#running) this.options.sink?.output?.(value);
   }
 
   #conclude(outcome: HandlerOutcome): ToolResult {
@@ -322,7 +355,26 @@ class ToolExecution implements RunInfo, HandlerContextActions {
     const durationMs = performance.now() - this.#began;
     // Let a handler that is still running learn that nobody waits for it any more.
     this.#handlerCancellation?.abort(runFinished);
-    return this.#ended(this.#resultOf(outcome, durationMs));
+    // A handler that ran past its timeout without giving the timer a turn (a synchronous one, or
+    // an async one that blocked before settling) timed out all the same: what it gives late is
+    // discarded, as when the timer fires first.
+    const late = outcome.kind !== "aborted" && durationMs >= this.prepared.timeoutMs;
+    let result: ToolResult;
+    try {
+      result = this.#resultOf(late ? { kind: "aborted", reason: "timeout" } : outcome, durationMs);
+    } catch (error) {
+      // Not reached by any handler we know of (values that cannot be read are checked as such):
+      // the run still ends, with a result, rather than never.
+      const name = this.prepared.tool.spec.name;
+      result = failed(
+        name,
+        ErrorType.Internal,
+        `run of ${quote(name)} could not be concluded: ${describeThrown(error)}`,
+        durationMs,
+        this.#metadata(durationMs),
+      );
+    }
+    return this.#ended(result);
   }
 
   /** Tells the runner's observers of the run's end, and gives its result. */
@@ -412,22 +464,24 @@ class ToolExecution implements RunInfo, HandlerContextActions {
             );
         }
         break;
-      case "threw":
-        if (outcome.error instanceof DeclaredFailure) {
-          const output = outcome.error.errorType === ErrorType.OutputValidation;
+      case "threw": {
+        const declared = declaredFailureOf(outcome.error);
+        if (declared) {
+          const output = declared.errorType === ErrorType.OutputValidation;
           return failed(
             name,
-            outcome.error.errorType,
-            `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${outcome.error.details}`,
+            declared.errorType,
+            `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${cut(declared.details)}`,
             durationMs,
             this.#metadata(durationMs),
           );
         }
-        if (outcome.error instanceof Error && outcome.error.name === "ProviderError") {
+        const providerError = providerErrorOf(outcome.error);
+        if (providerError) {
           return failed(
             name,
             ErrorType.Provider,
-            `provider of ${quote(name)} failed: ${outcome.error.message}`,
+            `provider of ${quote(name)} failed: ${cut(providerError.message)}`,
             durationMs,
             this.#metadata(durationMs),
           );
@@ -439,6 +493,7 @@ class ToolExecution implements RunInfo, HandlerContextActions {
           durationMs,
           this.#metadata(durationMs),
         );
+      }
       case "returned": {
         const outputCheck = checkJsonObject(outcome.value, "output", this.runner.jsonLimits);
         if (!outputCheck.ok) {
@@ -446,6 +501,21 @@ class ToolExecution implements RunInfo, HandlerContextActions {
             name,
             ErrorType.OutputValidation,
             `handler of ${quote(name)} returned invalid output: ${outputCheck.problem}`,
+            durationMs,
+            this.#metadata(durationMs),
+          );
+        }
+        const tooLarge = sizeProblem(
+          "output",
+          outputCheck.value,
+          outputCheck.bytes,
+          roomForOutput(this.runner.jsonLimits.maxBytes),
+        );
+        if (tooLarge) {
+          return failed(
+            name,
+            ErrorType.OutputValidation,
+            `handler of ${quote(name)} returned invalid output: ${tooLarge}`,
             durationMs,
             this.#metadata(durationMs),
           );

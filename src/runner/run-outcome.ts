@@ -38,7 +38,9 @@ export function describeThrown(thrown: unknown): string {
   try {
     if (thrown instanceof Error) {
       const name = thrown.name && thrown.name !== "Error" ? `${thrown.name}: ` : "";
-      return `${name}${thrown.message || "(no message)"}`;
+      // Cut like any other value: a message of megabytes would make the result larger than a
+      // message may be, and the caller would get the transport's RESOURCE_EXHAUSTED instead.
+      return cut(`${name}${thrown.message || "(no message)"}`);
     }
     if (typeof thrown === "string") return `threw a string: ${JSON.stringify(cut(thrown))}`;
     if (thrown === undefined) return "threw undefined";
@@ -50,6 +52,7 @@ export function describeThrown(thrown: unknown): string {
   }
 }
 
-function cut(text: string): string {
+/** `text` cut to at most 1,000 characters. */
+export function cut(text: string): string {
   return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
 }

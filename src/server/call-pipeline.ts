@@ -140,12 +140,12 @@ export function wrapService<S extends DescService>(
               throw failed(error, finish);
             }
             if (!(response instanceof Promise)) {
-              finish(0);
+              finish(codeOfAnswered(context));
               return response;
             }
             return response.then(
               (value: unknown) => {
-                finish(0);
+                finish(codeOfAnswered(context));
                 return value;
               },
               (error: unknown) => {
@@ -155,6 +155,20 @@ export function wrapService<S extends DescService>(
           };
   }
   return wrapped as unknown as ServiceImpl<S>;
+}
+
+/**
+ * The code a unary call that its service answered ends with: OK, unless the call was over already
+ * (its client cancelled, its deadline passed: ExecuteTool answers such a call with the run's
+ * CancelledError result, which nobody receives), in which case the reason's code, as a stream's.
+ */
+function codeOfAnswered(context: HandlerContext): number {
+  const call = callCancellation(context);
+  if (!call.aborted) return 0;
+  const reason: unknown = call.reason;
+  return reason instanceof ConnectError && reason.code !== Code.Internal && reason.code !== Code.Unknown
+    ? reason.code
+    : Code.Canceled;
 }
 
 /**

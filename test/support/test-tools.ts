@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { performance } from "node:perf_hooks";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { defineTool, type DefinedTool } from "../../src/tools/define-tool.js";
 
@@ -62,6 +63,18 @@ export const testGate = (() => {
 /** The state test.checkpointed changes and rolls back; tests read and set it. */
 export const checkpointedState = { counter: 0, breakRollback: false };
 
+/** An object whose every look at its prototype throws (`instanceof`, Array.isArray aside): a proxy. */
+function unreadable(): object {
+  return new Proxy(
+    {},
+    {
+      getPrototypeOf(): never {
+        throw new Error("the prototype cannot be read");
+      },
+    },
+  );
+}
+
 /**
  * Tools that misbehave on purpose, in the "test" namespace: each exercises one way a handler can go
  * wrong. `test.bad_output` returns what its "kind" input names.
@@ -96,6 +109,24 @@ export const testTools: readonly DefinedTool[] = [
           return { value: Symbol("s") };
         case "huge":
           return { value: "x".repeat(5 * 1024 * 1024) };
+        case "zeros":
+          // About 1 MB of JSON, but 5.5 MB as a protobuf Struct: 11 bytes a number in a list.
+          return { value: new Array<number>(Number(inputs["count"] ?? 500_000)).fill(0) };
+        case "proto_trap":
+          return unreadable();
+        case "proto_trap_async":
+          return Promise.resolve(unreadable());
+        case "then_getter":
+          return {
+            get then(): never {
+              throw new Error("then cannot be read");
+            },
+          };
+        case "revoked": {
+          const { proxy, revoke } = Proxy.revocable({}, {});
+          revoke();
+          return proxy;
+        }
         default:
           return { kind };
       }
@@ -111,9 +142,27 @@ export const testTools: readonly DefinedTool[] = [
   }),
   defineTool({
     name: "test.throw_error",
-    description: "Throws an Error with inputs.message.",
+    description: 'Throws an Error with inputs.message, or with inputs.repeat times "x".',
     handler: (inputs) => {
+      if (typeof inputs["repeat"] === "number") throw new TypeError("x".repeat(inputs["repeat"]));
       throw new TypeError(typeof inputs["message"] === "string" ? inputs["message"] : "bad thing");
+    },
+  }),
+  defineTool({
+    name: "test.throw_unreadable",
+    description: "Throws a proxy whose prototype cannot be read.",
+    handler: () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the point of this tool
+      throw unreadable();
+    },
+  }),
+  defineTool({
+    name: "test.busy",
+    description: "Works inputs.ms synchronously (default 150), ignoring its timeout, then returns.",
+    handler: (inputs) => {
+      const until = performance.now() + Number(inputs["ms"] ?? 150);
+      while (performance.now() < until);
+      return { done: true };
     },
   }),
   defineTool({

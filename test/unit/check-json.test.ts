@@ -80,6 +80,42 @@ describe("checkJsonObject()", () => {
     expect(problem(hostile)).to.equal("value could not be read: Error: nope");
   });
 
+  it("never throws, even for proxies whose traps throw, or for what cannot be turned into text", () => {
+    const trap = new Proxy(
+      {},
+      {
+        getPrototypeOf() {
+          throw new Error("no prototype");
+        },
+      },
+    );
+    expect(problem(trap)).to.equal("value could not be read: Error: no prototype");
+    expect(problem({ nested: trap })).to.equal("value could not be read: Error: no prototype");
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    expect(problem(proxy)).to.match(/^value could not be read: TypeError: .*revoked/);
+    expect(problem({ list: [proxy] })).to.match(/^value could not be read: TypeError: .*revoked/);
+    const untextable = Object.defineProperty({}, "boom", {
+      enumerable: true,
+      get() {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the point of the test
+        throw {
+          toString: () => {
+            throw new Error("no text either");
+          },
+        };
+      },
+    });
+    expect(problem(untextable)).to.equal("value could not be read: a value that cannot be described");
+    const long = Object.defineProperty({}, "boom", {
+      enumerable: true,
+      get() {
+        throw new Error("x".repeat(100_000));
+      },
+    });
+    expect(problem(long).length).to.be.below(1100);
+  });
+
   it("keeps a __proto__ key as an ordinary field", () => {
     const parsed = JSON.parse('{"__proto__": {"polluted": true}}') as unknown;
     const result = check(parsed);

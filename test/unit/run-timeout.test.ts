@@ -22,6 +22,14 @@ describe("A run's timeout", () => {
         },
       }),
       defineTool({
+        name: "demo.busy_then_resolves",
+        description: "Works 300 ms synchronously, then returns a resolved promise.",
+        handler: () => {
+          busyFor(300);
+          return Promise.resolve({ done: true });
+        },
+      }),
+      defineTool({
         name: "demo.busy_then_returns",
         description: "Works 300 ms synchronously, then returns.",
         handler: () => {
@@ -44,12 +52,31 @@ describe("A run's timeout", () => {
     expect(result.durationMs).to.be.at.least(300).and.below(450);
   });
 
-  it("lets a handler that returns a value end as it returned, however long it worked", async () => {
+  it("ends a handler that returns a value after its timeout with a TimeoutError: what it returns late is discarded", async () => {
     const runner = new ToolRunner("timed", runtime.registries.default);
     runner.activate("demo.busy_then_returns");
     const { result } = await runner.execute("demo.busy_then_returns", {}, { timeoutMs: 200 });
+    expect(result.success).to.equal(false);
+    expect(result.error?.errorType).to.equal("TimeoutError");
+    expect(result.error?.details).to.contain("timed out after 200 ms");
+    expect(result.output).to.deep.equal({});
+    expect(result.durationMs).to.be.at.least(300);
+  });
+
+  it("ends an async handler that blocked past its timeout before settling with a TimeoutError", async () => {
+    const runner = new ToolRunner("timed", runtime.registries.default);
+    runner.activate("demo.busy_then_resolves");
+    const { result } = await runner.execute("demo.busy_then_resolves", {}, { timeoutMs: 200 });
+    expect(result.success).to.equal(false);
+    expect(result.error?.errorType).to.equal("TimeoutError");
+    expect(result.output).to.deep.equal({});
+  });
+
+  it("lets a handler that returns within its timeout end as it returned", async () => {
+    const runner = new ToolRunner("timed", runtime.registries.default);
+    runner.activate("demo.busy_then_returns");
+    const { result } = await runner.execute("demo.busy_then_returns", {}, { timeoutMs: 2_000 });
     expect(result.success).to.equal(true);
     expect(result.output).to.deep.equal({ done: true });
-    expect(result.durationMs).to.be.at.least(300);
   });
 });

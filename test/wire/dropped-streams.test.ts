@@ -1,5 +1,5 @@
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 import { once } from "node:events";
 import { Writable } from "node:stream";
@@ -16,6 +16,40 @@ interface LogLine {
 }
 
 describe("Streams their client drops", () => {
+  for (const protocol of ["grpc", "connect"] as const) {
+    it(`counts a unary ExecuteTool its client cancels over ${protocol} as CANCELLED, not OK`, async () => {
+      const server = await startTestServer();
+      try {
+        const transport =
+          protocol === "grpc"
+            ? createGrpcTransport({ baseUrl: `http://${server.grpcAddress}` })
+            : createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" });
+        const runner = createClient(RunnerService, transport);
+        await runner.activateTool({ toolName: "test.wait_for_cancel" });
+        const leave = new AbortController();
+        const waiting = once(testToolEvents, "waiting");
+        const aborted = once(testToolEvents, "aborted");
+        const call = runner.executeTool({ toolName: "test.wait_for_cancel" }, { signal: leave.signal }).then(
+          () => 0,
+          (error: unknown) => ConnectError.from(error).code as number,
+        );
+        await waiting;
+        leave.abort();
+        expect(await call).to.equal(Code.Canceled);
+        // The run ends, and the call is counted, in the turn its handler saw the abort: before
+        // the server reads the next request (the metrics').
+        await aborted;
+        const lines = (await (await fetch(`${server.httpUrl}/metrics`)).text())
+          .split("\n")
+          .filter((line) => line.startsWith("toolruntime_rpc_requests_total") && line.includes('method="ExecuteTool"'));
+        expect(lines.some((line) => line.includes('code="CANCELLED"'))).to.equal(true, lines.join("\n"));
+        expect(lines.some((line) => line.includes('code="OK"'))).to.equal(false, lines.join("\n"));
+      } finally {
+        await server.close(0);
+      }
+    });
+  }
+
   for (const protocol of ["connect", "grpc_web"] as const) {
     it(`counts and logs a RunTool stream dropped over ${protocol} as CANCELLED, with no internal error`, async () => {
       const lines: LogLine[] = [];

@@ -199,6 +199,48 @@ for (const stackName of clientStackNames) {
         ],
         ["output with NaN", "test.bad_output", { kind: "nan" }, "OutputValidationError", "output.value is NaN"],
         [
+          "output whose prototype cannot be read (a proxy)",
+          "test.bad_output",
+          { kind: "proto_trap" },
+          "OutputValidationError",
+          "output could not be read: Error: the prototype cannot be read",
+        ],
+        [
+          "a promise of output whose prototype cannot be read",
+          "test.bad_output",
+          { kind: "proto_trap_async" },
+          "OutputValidationError",
+          "output could not be read: Error: the prototype cannot be read",
+        ],
+        [
+          "output whose then cannot be read",
+          "test.bad_output",
+          { kind: "then_getter" },
+          "OutputValidationError",
+          "output could not be read: Error: then cannot be read",
+        ],
+        [
+          "a revoked proxy as output",
+          "test.bad_output",
+          { kind: "revoked" },
+          "OutputValidationError",
+          "output could not be read",
+        ],
+        [
+          "output within the JSON limit but over the message limit once encoded",
+          "test.bad_output",
+          { kind: "zeros" },
+          "OutputValidationError",
+          "once encoded as protobuf",
+        ],
+        [
+          "a thrown value whose prototype cannot be read",
+          "test.throw_unreadable",
+          {},
+          "HandlerError",
+          "threw a value that cannot be described",
+        ],
+        [
           "output with Infinity",
           "test.bad_output",
           { kind: "infinity" },
@@ -247,6 +289,23 @@ for (const stackName of clientStackNames) {
           expect(result.error?.details).to.contain(fragment);
         });
       }
+
+      it("cuts the message of a thrown Error of megabytes, so that the result fits a message", async () => {
+        const { result } = await run("test.throw_error", { repeat: 3_000_000 });
+        expect(result.success).to.equal(false);
+        expect(result.error?.errorType).to.equal("HandlerError");
+        expect(result.error?.details).to.match(/TypeError: x+\.\.\.$/);
+        expect(result.error?.details.length).to.be.below(1100);
+      });
+
+      it("ends a synchronous handler that returns after its timeout with a TimeoutError, its output discarded", async () => {
+        const { result } = await run("test.busy", { ms: 150 }, 50);
+        expect(result.success).to.equal(false);
+        expect(result.error?.errorType).to.equal("TimeoutError");
+        expect(result.error?.details).to.contain("timed out after 50 ms");
+        expect(result.output).to.deep.equal({});
+        expect(result.durationMs).to.be.at.least(150);
+      });
 
       it("ends a run whose handler never settles and ignores its signal with a TimeoutError", async () => {
         const { result } = await run("test.hang");
