@@ -9,9 +9,6 @@ export interface ScheduledTimer {
 /** The longest delay one Node timer takes; longer ones are reached in steps. */
 const maxTimerDelayMs = 2 ** 31 - 1;
 
-/** Node timers may fire up to a millisecond before performance.now() says the delay is over. */
-const earlyFireToleranceMs = 1;
-
 /**
  * A scheduled callback in its list. `cancel` is a method reaching the list through a field: a
  * closure per entry was two more objects for every run's timeout and heartbeat. The callback is
@@ -85,7 +82,11 @@ class TimerList {
 
   #fire(): void {
     this.#timer = undefined;
-    const now = performance.now() + earlyFireToleranceMs;
+    // Node's timers may fire up to a millisecond before performance.now() says the delay is over
+    // (libuv counts whole milliseconds from a clock read at the start of its loop): an entry not
+    // yet due waits for the timer armed again below, so that no callback runs early (a run's
+    // TimeoutError never reports less time than its timeout).
+    const now = performance.now();
     while (this.#head && this.#head.due <= now) {
       const entry = this.#head;
       this.unlink(entry);

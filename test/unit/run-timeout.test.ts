@@ -22,6 +22,11 @@ describe("A run's timeout", () => {
         },
       }),
       defineTool({
+        name: "demo.waits",
+        description: "Waits forever.",
+        handler: () => new Promise(() => undefined),
+      }),
+      defineTool({
         name: "demo.busy_then_resolves",
         description: "Works 300 ms synchronously, then returns a resolved promise.",
         handler: () => {
@@ -70,6 +75,19 @@ describe("A run's timeout", () => {
     expect(result.success).to.equal(false);
     expect(result.error?.errorType).to.equal("TimeoutError");
     expect(result.output).to.deep.equal({});
+  });
+
+  it("never ends a run as timed out before its timeout: its duration is at least the timeout", async () => {
+    const runner = new ToolRunner("timed", runtime.registries.default);
+    runner.activate("demo.waits");
+    // Ten timeouts, each on a timer of its own: Node's timers may fire early by up to a millisecond.
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, index) => runner.execute("demo.waits", {}, { timeoutMs: 21 + index })),
+    );
+    for (const [index, { result }] of results.entries()) {
+      expect(result.error?.errorType).to.equal("TimeoutError");
+      expect(result.durationMs).to.be.at.least(21 + index);
+    }
   });
 
   it("lets a handler that returns within its timeout end as it returned", async () => {
