@@ -52,9 +52,10 @@ export function compileLinearRegExp(pattern: string): LinearRegExp {
       `uses ${needsBacktracking}, which the linear-time regular expression engine cannot evaluate: rewrite it without backreferences or lookaround`,
     );
   }
+  const ecmaMeaning = withEcmaCharacterSets(ast, pattern);
   let compiled: RE2JS;
   try {
-    compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    compiled = RE2JS.compile(RE2JS.translateRegExp(ecmaMeaning));
   } catch (error) {
     throw new UnsupportedPatternError(
       pattern,
@@ -72,6 +73,68 @@ export const linearRegExpEngine: NonNullable<CodeOptions["regExp"]> = Object.ass
     code: "compileLinearRegExp",
   },
 );
+
+/**
+ * ECMA-262's white space and line terminators, which its `\s` matches: RE2's `\s` is ASCII only
+ * (`[\t\n\f\r ]`), so a pattern such as `^\S+$` would let a no-break space through.
+ */
+const ecmaSpace = "\\t\\n\\x0B\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff";
+/** ECMA-262's `.` without the s flag: any character but a line terminator (RE2's excludes only \n). */
+const ecmaDot = "[^\\n\\r\\u2028\\u2029]";
+
+/**
+ * `pattern` with the character sets whose meaning differs between ECMA-262 (the dialect of JSON
+ * Schema's `pattern`) and RE2 written out as ECMA-262 means them: `.`, `\s` and `\S`, in and
+ * outside classes. A class that holds `\S` becomes an alternation (`[a\S]` is `(?:[a]|[^…])`); a
+ * negated one that holds it (`[^a\S]`: white space but "a") is refused, as RE2 has no class
+ * difference. Other sets (`\d`, `\w`, `\b`, `\p{…}`) mean the same in both without flags.
+ */
+function withEcmaCharacterSets(ast: AST.Pattern, pattern: string): string {
+  const edits: { start: number; end: number; text: string }[] = [];
+  const spaceSet = (negate: boolean): string => `[${negate ? "^" : ""}${ecmaSpace}]`;
+  visitRegExpAST(ast, {
+    onCharacterClassEnter: (node) => {
+      const elements = node.elements as readonly AST.Node[];
+      const isSpace = (element: AST.Node, negate: boolean): boolean =>
+        element.type === "CharacterSet" && element.kind === "space" && element.negate === negate;
+      // A class nested in one that is rewritten whole is rewritten with it (u-mode classes do not nest).
+      if (edits.some((edit) => edit.start <= node.start && node.end <= edit.end)) return;
+      const inline = (element: AST.Node): string => (isSpace(element, false) ? ecmaSpace : element.raw);
+      if (!elements.some((element) => isSpace(element, true))) {
+        for (const element of elements) {
+          if (isSpace(element, false)) edits.push({ start: element.start, end: element.end, text: ecmaSpace });
+        }
+        return;
+      }
+      if (node.negate) {
+        throw new UnsupportedPatternError(
+          pattern,
+          `uses \\S in the negated class ${quote(node.raw)}, which the linear-time regular expression engine cannot evaluate: list the characters instead`,
+        );
+      }
+      const rest = elements
+        .filter((element) => !isSpace(element, true))
+        .map(inline)
+        .join("");
+      const text = rest === "" ? spaceSet(true) : `(?:[${rest}]|${spaceSet(true)})`;
+      edits.push({ start: node.start, end: node.end, text });
+    },
+    onCharacterSetEnter: (node) => {
+      if (node.parent.type === "CharacterClass") return;
+      if (node.kind === "any") edits.push({ start: node.start, end: node.end, text: ecmaDot });
+      else if (node.kind === "space") edits.push({ start: node.start, end: node.end, text: spaceSet(node.negate) });
+    },
+  });
+  if (edits.length === 0) return pattern;
+  edits.sort((a, b) => a.start - b.start);
+  let rewritten = "";
+  let at = 0;
+  for (const edit of edits) {
+    rewritten += pattern.slice(at, edit.start) + edit.text;
+    at = edit.end;
+  }
+  return rewritten + pattern.slice(at);
+}
 
 function findBacktrackingConstruct(ast: AST.Pattern): string | undefined {
   let found: string | undefined;
