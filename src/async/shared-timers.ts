@@ -40,6 +40,8 @@ class TimerList {
   #head: Entry | undefined;
   #tail: Entry | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Set while {@link #fire} runs the due callbacks. */
+  #firing = false;
 
   /** `onEmpty` is called when the timer fired and found the list empty: the list is then done with. */
   constructor(
@@ -59,6 +61,8 @@ class TimerList {
     if (tail) tail.next = entry;
     else this.#head = entry;
     this.#tail = entry;
+    // While the list fires, the timer is armed at the end, for the head (see #fire).
+    if (this.#firing) return entry;
     if (!this.#timer) this.#arm(due - performance.now());
     else if (entry === this.#head) this.#timer.ref();
     return entry;
@@ -82,6 +86,7 @@ class TimerList {
 
   #fire(): void {
     this.#timer = undefined;
+    this.#firing = true;
     // Node's timers may fire up to a millisecond before performance.now() says the delay is over
     // (libuv counts whole milliseconds from a clock read at the start of its loop): an entry not
     // yet due waits for the timer armed again below, so that no callback runs early (a run's
@@ -90,9 +95,19 @@ class TimerList {
     while (this.#head && this.#head.due <= now) {
       const entry = this.#head;
       this.unlink(entry);
-      entry.callback(entry.argument);
+      try {
+        entry.callback(entry.argument);
+      } catch (error) {
+        // The other callbacks still run, and the timer is armed again; the error is not lost.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
     }
-    if (this.#timer) return;
+    this.#firing = false;
+    // Armed for the head, whatever the callbacks added: a callback that schedules itself again on
+    // this list (a heartbeat) made the timer be armed for its new entry, one delay away, and the
+    // entries due before it waited that long (a 15 s timeout fired at 30 s).
     if (this.#head) this.#arm(this.#head.due - performance.now());
     else this.onEmpty();
   }

@@ -122,4 +122,25 @@ describe("SharedTimers", () => {
     expect(firstAt - start).to.be.at.least(199);
     expect(secondAt - start).to.be.at.least(199);
   });
+
+  it("keeps an entry's time when a callback before it schedules again on the same delay (a heartbeat)", async () => {
+    const timers = new SharedTimers();
+    const delayMs = 300;
+    let beatAgainAt = 0;
+    const beatAgain = new Promise<number>((resolve) => {
+      timers.schedule(delayMs, () => {
+        // Due one delay after this one: the entry below is due long before.
+        timers.schedule(delayMs, () => resolve(performance.now()));
+        beatAgainAt = performance.now();
+      });
+    });
+    // Due 20 ms after the first: it must not wait for the one the first callback schedules.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await new Promise<number>((resolve) => timers.schedule(delayMs, () => resolve(performance.now())));
+    const again = await beatAgain;
+    expect(beatAgainAt).to.be.above(0);
+    // The second fires about 20 ms after the first and a delay before the rescheduled one; armed
+    // for the rescheduled one, both fired together.
+    expect(again - second).to.be.at.least(delayMs / 3);
+  });
 });
