@@ -4,6 +4,7 @@ import { didYouMean } from "../errors/did-you-mean.js";
 import { CompiledSchemas, type CompiledSlot, type SchemaCheck, type SchemaCompiler } from "./compiled-schemas.js";
 import { compileLinearRegExp, linearRegExpEngine, UnsupportedPatternError } from "./linear-regexp.js";
 import { formatSchemaErrors, showValue } from "./schema-errors.js";
+import { findEndlessReference } from "./endless-references.js";
 import { isSurelyCompilable } from "./surely-compilable.js";
 import { conformsToMetaSchema } from "./surely-meta-valid.js";
 
@@ -111,6 +112,12 @@ export function checkAgainstSchema(schema: JsonObject, value: unknown): string[]
  * schema of 1 KiB (most of a registration's schema check).
  */
 function checkMetaSchema(schema: JsonObject): void {
+  const endless = findEndlessReference(schema);
+  if (endless !== undefined) {
+    throw new InvalidSchemaError(
+      `its "$ref": ${showValue(endless)} leads back to a schema that checks the same value without descending into it, so checking any value would never end: refer back only from within "properties", "items" or another keyword that checks a part of the value`,
+    );
+  }
   if (conformsToMetaSchema(schema)) return;
   let valid: boolean;
   try {

@@ -191,22 +191,35 @@ class SchemaWalk {
     }
   }
 
-  /** Resolves a `$ref` within the document and visits its target; false when it cannot. */
+  /**
+   * Resolves a `$ref` within the document and visits its target; false when it cannot, or when
+   * the pointer passes through anything but subschemas (a `default`, a `const`, the `properties`
+   * map itself): such a value was never checked as a schema, and ajv may not compile it.
+   */
   #visitReference(reference: string): boolean {
     if (!localPointer.test(reference)) return false;
     if (reference === "#" || reference === "#/") return true;
     let target: JsonValue | undefined = this.root;
+    // What the next step of the pointer must be: a keyword of a schema, an index into an array of
+    // subschemas, or a name in a map of them.
+    let expect: "keyword" | "index" | "name" = "keyword";
     for (const part of reference.slice(2).split("/")) {
       const key = part.replaceAll("~1", "/").replaceAll("~0", "~");
-      if (Array.isArray(target)) {
-        target = /^(?:0|[1-9]\d*)$/.test(key) ? target[Number(key)] : undefined;
-      } else if (isObject(target) && Object.prototype.hasOwnProperty.call(target, key)) {
-        target = target[key];
+      if (expect === "index") {
+        if (!Array.isArray(target) || !/^(?:0|[1-9]\d*)$/.test(key)) return false;
+        target = target[Number(key)];
+        expect = "keyword";
       } else {
-        return false;
+        if (!isObject(target) || !Object.prototype.hasOwnProperty.call(target, key)) return false;
+        target = target[key];
+        if (expect === "name") expect = "keyword";
+        else if (schemaArrayKeywords.has(key)) expect = "index";
+        else if (schemaMapKeywords.has(key) || key === "$defs" || key === "definitions") expect = "name";
+        else if (!schemaKeywords.has(key)) return false;
       }
       if (target === undefined) return false;
     }
+    if (expect !== "keyword") return false;
     // A reference back to the root is compiled as a call of the root's own validator.
     return target === this.root || this.visit(target);
   }
