@@ -2,7 +2,13 @@ import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { didYouMean } from "../errors/did-you-mean.js";
 import { CompiledSchemas, type CompiledSlot, type SchemaCheck, type SchemaCompiler } from "./compiled-schemas.js";
-import { compileLinearRegExp, linearRegExpEngine, UnsupportedPatternError } from "./linear-regexp.js";
+import {
+  compileLinearRegExp,
+  linearRegExpEngine,
+  schemaPatternBudget,
+  UnsupportedPatternError,
+  withPatternBudget,
+} from "./linear-regexp.js";
 import { formatSchemaErrors, showValue } from "./schema-errors.js";
 import { findEndlessReference } from "./endless-references.js";
 import { isSurelyCompilable } from "./surely-compilable.js";
@@ -65,7 +71,10 @@ export class InvalidSchemaError extends Error {
  */
 export function checkSchema(schema: JsonObject): void {
   checkMetaSchema(schema);
-  if (!isSurelyCompilable(schema, acceptsPattern)) compiled.slot(schema, JSON.stringify(schema));
+  // Each step compiles the schema's patterns once at most, within one budget (see withPatternBudget).
+  if (!withPatternBudget(schemaPatternBudget, () => isSurelyCompilable(schema, acceptsPattern))) {
+    withPatternBudget(schemaPatternBudget, () => compiled.slot(schema, JSON.stringify(schema)));
+  }
 }
 
 /**

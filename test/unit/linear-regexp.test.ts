@@ -1,5 +1,11 @@
 import { expect } from "chai";
-import { compileLinearRegExp, UnsupportedPatternError } from "../../src/json/linear-regexp.js";
+import {
+  compileLinearRegExp,
+  schemaPatternBudget,
+  UnsupportedPatternError,
+  withPatternBudget,
+} from "../../src/json/linear-regexp.js";
+import { checkSchema, InvalidSchemaError } from "../../src/json/schema-validator.js";
 
 /**
  * Patterns whose characters sets mean different things in RE2 and in ECMA-262, the dialect of JSON
@@ -69,5 +75,49 @@ describe("compileLinearRegExp()", () => {
       .to.throw(UnsupportedPatternError)
       .with.property("message")
       .that.contains('negated class "[^a\\\\S]"');
+  });
+});
+
+describe("withPatternBudget()", () => {
+  it("refuses the pattern that would take a schema's patterns past the budget, naming it", () => {
+    const patterns = Array.from({ length: 40 }, (_, index) => `(\\p{L}|\\p{N}){999}${index}`);
+    let compiledCount = 0;
+    let refusal: unknown;
+    withPatternBudget(schemaPatternBudget, () => {
+      try {
+        for (const pattern of patterns) {
+          compileLinearRegExp(pattern);
+          compiledCount += 1;
+        }
+      } catch (error) {
+        refusal = error;
+      }
+    });
+    // Each repeats its two-way alternation 999 times, about 2,000 elements: 16 fit in 32,768.
+    expect(compiledCount).to.equal(16);
+    expect(refusal).to.be.instanceOf(UnsupportedPatternError);
+    expect((refusal as Error).message).to.contain('pattern "(\\\\p{L}|\\\\p{N}){999}16" repeats about 2000 times');
+  });
+
+  it("gives each schema a budget of its own, and none outside a check", () => {
+    for (let schema = 0; schema < 3; schema++) {
+      withPatternBudget(schemaPatternBudget, () => {
+        for (let index = 0; index < 16; index++) compileLinearRegExp(`(\\p{L}|\\p{N}){999}s${schema}i${index}`);
+      });
+    }
+    for (let index = 0; index < 20; index++) compileLinearRegExp(`(\\p{L}|\\p{N}){999}free${index}`);
+  });
+
+  it("refuses over RegisterTool's check a schema whose patterns together take too long to compile", () => {
+    const properties = Object.fromEntries(
+      Array.from({ length: 40 }, (_, index) => [
+        `p${index}`,
+        { type: "string", pattern: `(\\p{L}|\\p{N}){999}${index}` },
+      ]),
+    );
+    expect(() => checkSchema({ type: "object", properties }))
+      .to.throw(InvalidSchemaError)
+      .with.property("message")
+      .that.contains("one schema's patterns may take together");
   });
 });
