@@ -97,6 +97,31 @@ export class ProviderHub {
     this.#maxConnections = options.maxConnections ?? 1000;
   }
 
+  /**
+   * The stream's first message, which must come within the failure timeout: a stream that stays
+   * silent from the start (headers only) held its call slot for as long as its client kept the
+   * connection, and enough of them took every slot of both ports.
+   */
+  async #firstMessage(iterator: AsyncIterator<ConnectRequest>): Promise<IteratorResult<ConnectRequest>> {
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            invalidRequest(
+              `the first message of a provider stream must be hello, within the failure timeout of ${this.failureTimeoutMs} ms: none came`,
+            ),
+          ),
+        this.failureTimeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([iterator.next(), silent]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Counts for operators and tests: connections, provider-served tools, runs in flight. */
   stats(): { connections: number; tools: number; runsInFlight: number; waitingRuns: number } {
     let runsInFlight = 0;
@@ -118,7 +143,7 @@ export class ProviderHub {
     authorize: (toolName: string) => void,
   ): AsyncGenerator<ServerMessage> {
     const iterator = requests[Symbol.asyncIterator]();
-    const first = await iterator.next();
+    const first = await this.#firstMessage(iterator);
     if (first.done || first.value.message.case !== "hello") {
       throw invalidRequest("the first message of a provider stream must be hello");
     }

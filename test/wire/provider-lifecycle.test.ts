@@ -210,6 +210,43 @@ describe("Provider liveness", () => {
     }
   });
 
+  it("ends a stream that sends no hello within the failure timeout, giving its call slot back", async () => {
+    const failureTimeoutMs = 300;
+    const server = await startTestServer({ providers: { failureTimeoutMs }, connection: { maxCallsInFlight: 2 } });
+    try {
+      const transport = createGrpcTransport({ baseUrl: `http://${server.grpcAddress}` });
+      const raw = createClient(ProviderService, transport);
+      const quiet = new AbortController();
+      // Headers only: the stream never sends a message. Two of them take both call slots.
+      const silentStream = async (): Promise<unknown> => {
+        const requests = (async function* (): AsyncGenerator<never> {
+          await once(quiet.signal, "abort");
+          // Nothing is ever sent: the generator only ends once the test is over.
+          yield* [];
+        })();
+        try {
+          for await (const response of raw.connect(requests)) void response;
+          return undefined;
+        } catch (error) {
+          return error;
+        }
+      };
+      const failures = await Promise.all([silentStream(), silentStream()]);
+      quiet.abort();
+      for (const failure of failures) {
+        expect(ConnectError.from(failure).code).to.equal(Code.InvalidArgument);
+        expect(ConnectError.from(failure).rawMessage).to.equal(
+          `the first message of a provider stream must be hello, within the failure timeout of ${failureTimeoutMs} ms: none came`,
+        );
+      }
+      // Both slots are free again.
+      const registry = createClientStack("grpc-js", server).registry;
+      expect((await registry.getTool({ name: "builtin.echo" })).spec?.name).to.equal("builtin.echo");
+    } finally {
+      await server.close(0);
+    }
+  });
+
   it("spaces reconnection attempts by a capped, jittered exponential backoff", () => {
     const options = { initialDelayMs: 100, maxDelayMs: 1000 };
     expect([0, 1, 2, 3, 4, 10].map((attempt) => reconnectDelayMs(attempt, options, () => 0.999999))).to.deep.equal([
