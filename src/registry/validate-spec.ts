@@ -61,11 +61,16 @@ export function validateSpec(
   const nameError = checkToolName(spec.name);
   if (nameError) throw registrationError(spec.name, nameError.details);
   const name = spec.name;
+  // Characters are code points: an emoji is one, though a JavaScript string counts it twice. The
+  // length in UTF-16 units bounds the count, so only a description that may be over is counted.
   if (spec.description.length > maxDescriptionLength) {
-    throw registrationError(
-      name,
-      `description of ${quote(name)} has ${spec.description.length} characters: the limit is ${maxDescriptionLength}`,
-    );
+    const characters = codePoints(spec.description);
+    if (characters > maxDescriptionLength) {
+      throw registrationError(
+        name,
+        `description of ${quote(name)} has ${characters} characters: the limit is ${maxDescriptionLength}`,
+      );
+    }
   }
   const typeError = checkSegmentName(spec.toolType, keys.toolType);
   if (typeError) throw registrationError(name, typeError.details);
@@ -153,4 +158,19 @@ function checkAcceptsObjects(schema: JsonObject): string | undefined {
 
 function registrationError(name: string, details: string): ToolRuntimeError {
   return new ToolRuntimeError("INVALID_ARGUMENT", ErrorType.Registration, details, name);
+}
+
+/** The number of Unicode code points in `text` (a lone surrogate counts as one). */
+function codePoints(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one code point.
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
 }

@@ -19,6 +19,16 @@ describe("ToolRegistry", () => {
       expect(registry.version).to.equal(1n);
     });
 
+    it("counts a description's characters as code points: 4,096 emoji pass, one more does not", () => {
+      const registry = new ToolRegistry("described");
+      const emoji = "😀".repeat(4096);
+      registry.register({ spec: create(ToolSpecSchema, { name: "a.emoji", description: emoji }) });
+      expect(registry.get("a.emoji")?.spec.description).to.equal(emoji);
+      expect(() => registry.register({ spec: create(ToolSpecSchema, { name: "a.more", description: `${emoji}x` }) }))
+        .to.throw(ToolRuntimeError)
+        .with.property("details", 'description of "a.more" has 4097 characters: the limit is 4096');
+    });
+
     it("refuses registrations beyond maxTools with RESOURCE_EXHAUSTED", () => {
       const registry = new ToolRegistry("small", { maxTools: 2 });
       registry.register({ spec: spec("a.one") });
