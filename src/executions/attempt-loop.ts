@@ -205,23 +205,25 @@ async function attemptLoop(options: AttemptLoopOptions, ran?: RanAttempt): Promi
       result = ran.result;
       handler = ran.attempt;
     } else {
-      record.attempts = attempt;
       if (hooks) {
         try {
           checkpoint = { value: await hooks.checkpoint(inputs, { executionId: record.id, signal: signal.signal }) };
           record.append({ case: "checkpointTaken", value: { attempt } });
           checkpointFacts["taken"] = true;
         } catch (error) {
+          // The attempt never started: it is not counted (attempts are those started).
+          const what = attempt === 1 ? "the run" : `attempt ${attempt}`;
           result = failed(
             name,
             ErrorType.Handler,
-            `checkpoint of ${quote(name)} failed, so the run did not start: ${String(error)}`,
+            `checkpoint of ${quote(name)} failed, so ${what} did not start: ${String(error)}`,
             0,
             {},
           );
           break;
         }
       }
+      record.attempts = attempt;
       record.append({ case: "executionStarted", value: { timeoutMs: prepared.timeoutMs, attempt } });
       handler = new Attempt(options, attempt);
       if (options.beforeHandler) {

@@ -204,6 +204,34 @@ describe("ExecutionManager races", () => {
     close();
   });
 
+  it("does not count an attempt whose checkpoint failed: attempts are those started", async () => {
+    let checkpoints = 0;
+    const { start, close } = harness([
+      defineTool({
+        name: "race.checkpoint_fails",
+        capabilities: { idempotent: true, checkpointable: true, writes: true },
+        hooks: {
+          checkpoint: () => {
+            checkpoints += 1;
+            if (checkpoints === 2) throw new Error("no room for a second backup");
+            return checkpoints;
+          },
+          rollback: () => undefined,
+        },
+        handler: () => {
+          throw new Error("fails");
+        },
+      }),
+    ]);
+    const record = start("race.checkpoint_fails", {}, { retryPolicy: { maxAttempts: 3, initialBackoffMs: 1 } });
+    const result = await record.done;
+    expect(result.error?.details).to.contain("so attempt 2 did not start: Error: no room for a second backup");
+    expect(record.attempts).to.equal(1);
+    expect(result.metadata?.["attempts"]).to.equal(1);
+    expect(record.events.filter((event) => event.event.case === "executionStarted")).to.have.length(1);
+    close();
+  });
+
   it("cancels every live run on shutdown: running, queued and awaiting approval", async () => {
     const { start, runtime, close } = harness(
       [
