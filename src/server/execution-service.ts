@@ -1,6 +1,10 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { ExecutionService, StartExecutionRequest } from "../../gen/toolruntime/v1/execution_pb.js";
+import {
+  ExecutionState,
+  type ExecutionService,
+  type StartExecutionRequest,
+} from "../../gen/toolruntime/v1/execution_pb.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
 import type { StartOutcome } from "../executions/execution-manager.js";
 import {
@@ -13,7 +17,7 @@ import { ensureAllowed } from "../auth/permissions.js";
 import type { ExecutionRecord } from "../executions/execution-record.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
-import { callerOf, traceParentKey } from "./call-context.js";
+import { callCancellation, callerOf, traceParentKey } from "./call-context.js";
 import { watchForCall } from "./call-run.js";
 import { batchedStream } from "./message-batches.js";
 import { listExecutionsPage } from "./list-executions-page.js";
@@ -144,7 +148,7 @@ export function createExecutionService(
         callerOf(context).name,
         request.comment,
       );
-      return { execution: decided.toProto() };
+      return { execution: (await afterDecision(decided, context)).toProto() };
     },
 
     async rejectExecution(request, context) {
@@ -156,7 +160,7 @@ export function createExecutionService(
         callerOf(context).name,
         request.comment,
       );
-      return { execution: decided.toProto() };
+      return { execution: (await afterDecision(decided, context)).toProto() };
     },
 
     getCapabilities() {
@@ -176,4 +180,24 @@ export function createExecutionService(
       };
     },
   };
+}
+
+/**
+ * The record once its run took the decision in: the run waiting for it goes on in a later step
+ * (queued or running once approved, failed once rejected), and the answer is "the run's record
+ * after the decision". Waits for the record's next change while it still awaits approval, until
+ * the call is over.
+ */
+async function afterDecision(record: ExecutionRecord, context: HandlerContext): Promise<ExecutionRecord> {
+  const call = callCancellation(context);
+  let stopListening: (() => void) | undefined;
+  const callOver = new Promise<void>((resolve) => (stopListening = call.onAbort(() => resolve())));
+  try {
+    while (record.isLive && record.state === ExecutionState.AWAITING_APPROVAL && !call.aborted) {
+      await Promise.race([record.changed(), callOver]);
+    }
+  } finally {
+    stopListening?.();
+  }
+  return record;
 }

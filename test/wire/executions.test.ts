@@ -297,6 +297,8 @@ for (const stackName of clientStackNames) {
           comment: "looks right",
         });
         expect(approved.execution?.approval?.approved).to.equal(true);
+        // The record after the decision: the run went on (or is over already).
+        expect(approved.execution?.state).to.not.equal(ExecutionState.AWAITING_APPROVAL);
         await expectToolError(
           client.executions.approveExecution({ executionId: started.executionId, inputsDigest: started.inputsDigest }),
           Code.FailedPrecondition,
@@ -329,11 +331,12 @@ for (const stackName of clientStackNames) {
 
       it("ends a rejected run with ApprovalRejectedError and an unapproved one with ApprovalTimeoutError", async () => {
         const rejected = await start("test.approval");
-        await client.executions.rejectExecution({
+        const decided = await client.executions.rejectExecution({
           executionId: rejected.executionId,
           inputsDigest: rejected.inputsDigest,
           comment: "no",
         });
+        expect(decided.execution?.state).to.equal(ExecutionState.FAILED);
         expect(resultOf(await events(rejected.executionId)).error?.errorType).to.equal("ApprovalRejectedError");
         const ignored = await start("test.approval", {}, { approvalTimeoutMs: 50 });
         expect(resultOf(await events(ignored.executionId)).error?.errorType).to.equal("ApprovalTimeoutError");
