@@ -1,5 +1,5 @@
 import { invalidRequest } from "../errors/tool-runtime-error.js";
-import { isToolName } from "./names.js";
+import { isToolName, quote } from "./names.js";
 
 // A page token is the last name of the previous page, encoded so clients treat it as opaque.
 const prefix = "after:";
@@ -13,12 +13,19 @@ export function encodePageToken(lastName: string): string {
  * Decodes a page token into the name to continue after; "" for an empty token. Throws
  * INVALID_ARGUMENT when the token was not made by {@link encodePageToken}.
  */
-export function decodePageToken(token: string): string {
+export function decodePageToken(token: string, namespace = ""): string {
   if (token === "") return "";
   const text = token.length <= 512 ? Buffer.from(token, "base64url").toString() : "";
   const name = text.startsWith(prefix) ? text.slice(prefix.length) : "";
-  if (!isToolName(name)) {
-    throw invalidRequest("page_token is invalid: pass the next_page_token of a previous response, or nothing");
+  // Only the token this module wrote: Buffer skips characters that are not base64url, so a token
+  // with anything appended or changed would otherwise decode to a name all the same.
+  const canonical = isToolName(name) && encodePageToken(name) === token;
+  // A token of another namespace's listing would silently end this one (its name sorts past it).
+  const ofThisListing = namespace === "" || name.startsWith(`${namespace}.`);
+  if (!canonical || !ofThisListing) {
+    throw invalidRequest(
+      `page_token is invalid${canonical ? ` for namespace ${quote(namespace)}` : ""}: pass the next_page_token of the previous response of the same listing, or nothing`,
+    );
   }
   return name;
 }

@@ -238,7 +238,7 @@ export class ToolRegistry {
     ensure(checkNamespace(namespace));
     ensure(checkSegmentName(toolType, "tool_type"));
     const pageSize = resolvePageSize(query.pageSize ?? 0);
-    const after = decodePageToken(query.pageToken ?? "");
+    const after = decodePageToken(query.pageToken ?? "", namespace);
     const prefix = namespace === "" ? "" : `${namespace}.`;
     // Start at the namespace, or just past the previous page's last name when that is later.
     const resumeKey = after === "" ? "" : `${after}\u0000`;

@@ -175,6 +175,20 @@ for (const stackName of clientStackNames) {
         } while (pageToken !== "");
         expect(seen).to.deep.equal([...names.sort(), `${namespace}.sub.z`]);
         expect(pages).to.equal(3);
+        // A token continues only the listing it came from, and only as it was written.
+        const first = await client.registry.listTools({ namespace, pageSize: 2 });
+        await expectToolError(
+          client.registry.listTools({ namespace: uniqueName("other"), pageToken: first.nextPageToken }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+          "page_token is invalid for namespace",
+        );
+        await expectToolError(
+          client.registry.listTools({ namespace, pageToken: `${first.nextPageToken}!!` }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+          "page_token is invalid",
+        );
         const http = await client.registry.listTools({ namespace, toolType: "http" });
         expect(http.tools.map((tool) => tool.name)).to.deep.equal([`${namespace}.sub.z`]);
         const nested = await client.registry.listTools({ namespace: `${namespace}.sub` });
