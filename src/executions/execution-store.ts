@@ -186,7 +186,8 @@ export function decodeToken(token: string): number {
   if (token === "") return Number.POSITIVE_INFINITY;
   const text = token.length <= 64 ? Buffer.from(token, "base64url").toString() : "";
   const ordinal = Number(text.slice(tokenPrefix.length));
-  if (!text.startsWith(tokenPrefix) || !Number.isSafeInteger(ordinal)) {
+  // Only a token encodeToken wrote: Buffer skips characters that are not base64url.
+  if (!text.startsWith(tokenPrefix) || !Number.isSafeInteger(ordinal) || encodeToken(ordinal) !== token) {
     throw invalidRequest("page_token is invalid: pass the next_page_token of a previous response, or nothing");
   }
   return ordinal;

@@ -231,6 +231,14 @@ for (const stackName of clientStackNames) {
         expect(ours).to.have.length(12);
         expect(ours.every((execution) => execution.outputOmitted === false && execution.result?.output)).to.equal(true);
         expect(new Set(seen.map((execution) => execution.executionId)).size).to.equal(seen.length);
+        // A token only as it was written: Buffer would skip the characters that are not base64url.
+        const first = await client.executions.listExecutions({ toolName: tool, pageSize: 1000 });
+        await expectToolError(
+          client.executions.listExecutions({ toolName: tool, pageToken: `${first.nextPageToken}!!` }),
+          Code.InvalidArgument,
+          "InvalidRequestError",
+          "page_token is invalid",
+        );
       });
 
       it("cuts pages of ListTools and DiscoverTools short by bytes", async () => {
