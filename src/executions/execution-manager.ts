@@ -694,6 +694,8 @@ export class ExecutionManager {
     metadata["tool_name"] = record.init.toolName;
     record.addTimings(metadata);
     metadata["writes"] = record.init.writes;
+    // Only when some were dropped: a watcher then knows its log of the run is not complete.
+    if (record.droppedEvents > 0) metadata["dropped_events"] = record.droppedEvents;
     const decision = record.decision;
     if (decision) {
       metadata["approval"] = {

@@ -204,6 +204,32 @@ describe("ExecutionManager races", () => {
     close();
   });
 
+  it("says in the result's metadata how many events a run over its event limits dropped", async () => {
+    const { start, close } = harness(
+      [
+        defineTool({
+          name: "race.chatty",
+          handler: (_inputs, context) => {
+            for (let index = 0; index < 30; index++) context.log("info", `line ${index}`);
+            return {};
+          },
+        }),
+        defineTool({ name: "race.quiet", handler: () => ({}) }),
+      ],
+      { eventLimits: { maxEvents: 10, maxBytes: 1 << 20 } },
+    );
+    const chatty = start("race.chatty");
+    const result = await chatty.done;
+    const logs = chatty.events.filter((event) => event.event.case === "log");
+    // The stages are kept beyond the limit; the log lines past it are dropped and counted.
+    expect(logs.length + (result.metadata?.["dropped_events"] as number)).to.equal(30);
+    expect(result.metadata?.["dropped_events"]).to.be.above(0);
+    expect(chatty.events.at(-1)?.event.case).to.equal("completed");
+    const quiet = await start("race.quiet").done;
+    expect(quiet.metadata).to.not.have.property("dropped_events");
+    close();
+  });
+
   it("does not count an attempt whose checkpoint failed: attempts are those started", async () => {
     let checkpoints = 0;
     const { start, close } = harness([
