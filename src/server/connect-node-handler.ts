@@ -108,7 +108,13 @@ function universalRequestOf(
   const abortController = new AbortController();
   if ("stream" in request) {
     request.once("close", () => {
-      if (!response.writableEnded) abortController.abort(closedStreamError(request.stream.rstCode));
+      if (response.writableEnded) return;
+      abortController.abort(closedStreamError(request.stream.rstCode));
+      // A write that waits for 'drain' (the client stopped reading, then reset the stream) would
+      // wait forever: Node's response gives neither 'drain' nor 'error' after a reset, and the
+      // call's end (its metrics, log line and span) never came. Woken, the writer's next write
+      // fails as the stream is gone, and the call ends as cancelled.
+      if (response.listenerCount("drain") > 0) response.emit("drain");
     });
   } else {
     const abortEarly = (error?: Error): void => {

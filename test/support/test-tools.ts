@@ -316,6 +316,17 @@ export const testTools: readonly DefinedTool[] = [
     },
   }),
   defineTool({
+    name: "test.chatty",
+    description: "Writes inputs.lines log lines (default 2,000) of inputs.size characters (default 200), then returns.",
+    handler: (inputs, context) => {
+      const line = "x".repeat(Number(inputs["size"] ?? 200));
+      const lines = Number(inputs["lines"] ?? 2000);
+      for (let index = 0; index < lines; index++) context.log("info", line);
+      testToolEvents.emit("chatty", context.executionId);
+      return { lines };
+    },
+  }),
+  defineTool({
     name: "test.bounded",
     description: "At most 1 run at a time and 1,000 ms per run; waits inputs.ms or until cancelled.",
     maxConcurrency: 1,

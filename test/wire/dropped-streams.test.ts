@@ -2,9 +2,11 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 import { once } from "node:events";
+import http2 from "node:http2";
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
+import { RunnerService, RunToolRequestSchema } from "../../gen/toolruntime/v1/runner_pb.js";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { startTestServer } from "../support/test-server.js";
 import { testToolEvents } from "../support/test-tools.js";
 
@@ -16,6 +18,50 @@ interface LogLine {
 }
 
 describe("Streams their client drops", () => {
+  it("ends as CANCELLED a RunTool stream on the HTTP port whose client stopped reading, then reset it", async () => {
+    let markLogged: (line: LogLine) => void = () => undefined;
+    const callLogged = new Promise<LogLine>((resolve) => (markLogged = resolve));
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const text of chunk.toString().split("\n")) {
+          if (text === "") continue;
+          const line = JSON.parse(text) as LogLine;
+          if (line.msg === "call" && line.rpc === "toolruntime.v1.RunnerService/RunTool") markLogged(line);
+        }
+        done();
+      },
+    });
+    const server = await startTestServer({ logger: pino({ level: "info" }, destination) });
+    // A window of 1 KiB that the client never opens further: the server's write of the run's
+    // events (about 400 KB) waits for a 'drain' that never comes.
+    const session = http2.connect(server.httpUrl, { settings: { initialWindowSize: 1024 } });
+    try {
+      session.on("error", () => undefined);
+      const chatty = once(testToolEvents, "chatty");
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/toolruntime.v1.RunnerService/RunTool",
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      stream.on("error", () => undefined);
+      stream.pause();
+      const request = toBinary(RunToolRequestSchema, create(RunToolRequestSchema, { toolName: "test.chatty" }));
+      const frame = Buffer.alloc(5 + request.length);
+      frame.writeUInt32BE(request.length, 1);
+      frame.set(request, 5);
+      stream.end(frame);
+      await chatty;
+      // The run ended in its turn, and its events were written then: the write now waits.
+      await new Promise((resolve) => setImmediate(resolve));
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      expect((await callLogged).code).to.equal("CANCELLED");
+    } finally {
+      session.destroy();
+      await server.close(0);
+    }
+  });
+
   for (const protocol of ["grpc", "connect"] as const) {
     it(`counts a unary ExecuteTool its client cancels over ${protocol} as CANCELLED, not OK`, async () => {
       const server = await startTestServer();
