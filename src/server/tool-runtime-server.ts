@@ -236,6 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     version: serverVersion,
     allowSelfApproval: options.allowSelfApproval ?? false,
     observe: metrics.mcpObserver,
+    limiter,
   });
 
   let grpcPort: number;

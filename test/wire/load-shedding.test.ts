@@ -14,6 +14,7 @@ import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { startFlood } from "../support/flood-client.js";
 import { createProtoLoaderClient } from "../support/proto-loader-client.js";
 import { startTestServer } from "../support/test-server.js";
+import { testToolEvents } from "../support/test-tools.js";
 
 type HealthClient = GrpcClient & {
   Check(request: { service: string }, callback: (error: Error | null, response?: { status: string }) => void): void;
@@ -79,6 +80,59 @@ describe("Load shedding over the wire", () => {
       await flood.release();
     }
   }
+
+  it("counts requests to /mcp against the same limit, refusing them with 429 past it", async () => {
+    const slots = 2;
+    const small = await startTestServer({ connection: { maxCallsInFlight: slots } });
+    const mcp = (body: unknown, signal?: AbortSignal) =>
+      fetch(`${small.httpUrl}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
+        body: JSON.stringify(body),
+        ...(signal ? { signal } : {}),
+      });
+    const hold = new AbortController();
+    try {
+      let waitingRuns = 0;
+      const allWaiting = new Promise<void>((resolve) => {
+        const onWaiting = (): void => {
+          waitingRuns += 1;
+          if (waitingRuns < slots) return;
+          testToolEvents.off("waiting", onWaiting);
+          resolve();
+        };
+        testToolEvents.on("waiting", onWaiting);
+      });
+      // Two tools/call that wait until cancelled hold both slots.
+      const held = Array.from({ length: slots }, (_, index) =>
+        mcp(
+          { jsonrpc: "2.0", id: index, method: "tools/call", params: { name: "test.wait_for_cancel", arguments: {} } },
+          hold.signal,
+        ).catch(() => undefined),
+      );
+      await allWaiting;
+      const refused = await mcp({ jsonrpc: "2.0", id: 9, method: "tools/list", params: {} });
+      expect(refused.status).to.equal(429);
+      const body = (await refused.json()) as { error: { code: number; message: string } };
+      expect(body.error.message).to.equal(refusalMessage(slots));
+      // An RPC is refused too: the slots are the server's.
+      const rpc = await fetch(`${small.httpUrl}/toolruntime.v1.RegistryService/ListTools`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(rpc.status).to.equal(429);
+      hold.abort();
+      await Promise.all(held);
+    } finally {
+      hold.abort();
+      await small.close(0);
+    }
+  });
 
   it("takes no call slot for a call whose request body has not all arrived, so others are served on both ports", async () => {
     const slots = 3;

@@ -285,6 +285,20 @@ describe("MCP gateway approvals through MCP (--allow-self-approval)", () => {
       expect(still.execution?.approval?.decidedBy).to.equal("bob");
     });
 
+    it("decides the run when the answer comes inside a batch (protocol versions before 2025-06-18)", async () => {
+      const { execution } = await grpc.executions.startExecution(
+        { toolName: "test.approval", inputs: {} },
+        as("alice"),
+      );
+      const run = { executionId: execution?.executionId ?? "", inputsDigest: execution?.inputsDigest ?? "" };
+      const taken = await post("bob", [answerFor(run, approve)]);
+      expect(taken.status).to.equal(202);
+      await server.runtime.executions.get(run.executionId).done;
+      const decided = await grpc.executions.getExecution({ executionId: run.executionId }, as("alice"));
+      expect(decided.execution?.state).to.equal(ExecutionState.SUCCEEDED);
+      expect(decided.execution?.approval).to.deep.include({ approved: true, decidedBy: "bob" });
+    });
+
     it("is refused with the run's digest checked, an unknown run and a result that is no elicitation result", async () => {
       const { execution } = await grpc.executions.startExecution(
         { toolName: "test.approval", inputs: { n: 1 } },

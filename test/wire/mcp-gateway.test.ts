@@ -342,6 +342,34 @@ describe("MCP gateway without a client library", () => {
     expect(result.error?.errorType).to.equal("CancelledError");
   });
 
+  it("cancels the run when the cancellation comes inside a batch (protocol versions before 2025-06-18)", async () => {
+    const waiting = new Promise<string>((resolve) => testToolEvents.once("waiting", resolve));
+    const aborted = new Promise<string>((resolve) => testToolEvents.once("aborted", resolve));
+    const call = post({
+      jsonrpc: "2.0",
+      id: 71,
+      method: "tools/call",
+      params: { name: "test.wait_for_cancel", arguments: {} },
+    });
+    call.catch(() => undefined);
+    const executionId = await waiting;
+    const cancel = await post([{ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 71 } }]);
+    expect(cancel.status).to.equal(202);
+    expect(await aborted).to.equal(executionId);
+    const result = await server.runtime.executions.get(executionId).done;
+    expect(result.error?.errorType).to.equal("CancelledError");
+  });
+
+  it("answers a tools/list cursor that is not a string with -32602 Invalid params", async () => {
+    for (const cursor of [5, null, { page: 2 }]) {
+      const response = await post({ jsonrpc: "2.0", id: 8, method: "tools/list", params: { cursor } });
+      const answer = (await response.json()) as { error: { code: number; message: string }; id: unknown };
+      expect(answer.id).to.equal(8);
+      expect(answer.error.code, JSON.stringify(cursor)).to.equal(-32602);
+      expect(answer.error.message).to.contain("cursor must be a string");
+    }
+  });
+
   it("hands out a session id at initialize, and none otherwise", async () => {
     const initialize = await post({
       jsonrpc: "2.0",

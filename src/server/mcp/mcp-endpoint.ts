@@ -1,3 +1,4 @@
+import { Code } from "@connectrpc/connect";
 import { createMcpHandler, isInitializeRequest } from "@modelcontextprotocol/server";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { Readable } from "node:stream";
@@ -7,6 +8,7 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../../auth/authenticator.js";
 import type { Identity } from "../../auth/permissions.js";
 import type { ToolRuntime } from "../../runtime.js";
+import type { CallLimiter } from "../call-limiter.js";
 import { codeName, type McpRequestObserver } from "../../telemetry/metrics.js";
 import { peerCertificateOf } from "../peer-certificate.js";
 import { parseApprovalRequestId } from "./mcp-approval-tokens.js";
@@ -25,6 +27,34 @@ const invalidInitialize = {
   message:
     "Invalid params: initialize takes params with protocolVersion (a string), capabilities (an object) and clientInfo (an object with name and version)",
 };
+
+/** The JSON-RPC error of a tools/list whose cursor is not a string (what MCP's pagination asks). */
+const invalidCursor = {
+  code: -32602,
+  message: "Invalid params: cursor must be a string: pass the nextCursor of a previous result",
+};
+
+/** The fields of a JSON-RPC message the endpoint looks at. */
+interface JsonRpcMessage {
+  readonly method?: unknown;
+  readonly params?: unknown;
+  readonly id?: unknown;
+  readonly result?: unknown;
+  readonly error?: unknown;
+}
+
+/** Whether a client's response answers one of the endpoint's approval questions. */
+function isApprovalAnswer(message: JsonRpcMessage): boolean {
+  return parseApprovalRequestId(message.id) !== undefined;
+}
+
+/** Whether a tools/list request's params hold no cursor, or a string one. */
+function hasValidCursor(params: unknown): boolean {
+  if (params === undefined) return true;
+  if (params === null || typeof params !== "object" || Array.isArray(params)) return true;
+  const cursor = (params as { cursor?: unknown }).cursor;
+  return cursor === undefined || typeof cursor === "string";
+}
 
 /** A request's JSON-RPC id as the answer repeats it: null unless it is a string or a number. */
 function jsonRpcIdOf(id: unknown): string | number | null {
@@ -52,6 +82,12 @@ export interface McpEndpointOptions {
   readonly allowSelfApproval?: boolean;
   /** Measures each request (the RPC metrics, as service and protocol "mcp"). */
   readonly observe?: McpRequestObserver;
+  /**
+   * The server's bound on calls in flight (`--max-calls-in-flight`): each request to /mcp is a
+   * call while it is answered (a `GET` notification stream as long as it lasts); past the bound
+   * it is refused with 429 before its body is read.
+   */
+  readonly limiter?: CallLimiter;
 }
 
 /** The MCP endpoint of the HTTP port. */
@@ -106,6 +142,19 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       }
     });
     if (closing) return answer(response, 503, "the server is shutting down: retry against a running server");
+    const limiter = options.limiter;
+    if (limiter) {
+      if (!limiter.tryAcquire()) {
+        // The rest of an HTTP/1.1 body is left unread: the connection cannot carry another request.
+        return answer(
+          response,
+          429,
+          limiter.refusal.rawMessage,
+          request.httpVersionMajor === 1 ? { connection: "close" } : {},
+        );
+      }
+      response.once("close", () => limiter.release());
+    }
     // The SDK builds the request's URL from it, and answers 500 when it cannot.
     if (requestUrlOf(request) === undefined) return answer(response, 400, noAuthorityMessage);
     let caller: Identity;
@@ -134,13 +183,15 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       return answer(response, 413, body.message, request.httpVersionMajor === 1 ? { connection: "close" } : {});
     }
     const sessionId = headerValue(request.headers[sessionIdHeader]);
-    const message =
-      body.kind === "json"
-        ? (body.value as { method?: unknown; params?: unknown; id?: unknown; result?: unknown; error?: unknown })
-        : undefined;
-    facts.method = methodLabel(message);
-    if (message?.method === "notifications/cancelled") {
-      const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+    // A batch (protocol versions before 2025-06-18) carries its messages in an array: each is
+    // looked at as a single one would be.
+    const batch = body.kind === "json" && Array.isArray(body.value) ? (body.value as unknown[]) : undefined;
+    const message = body.kind === "json" && !batch ? (body.value as JsonRpcMessage) : undefined;
+    facts.method = batch ? "(batch)" : methodLabel(message);
+    for (const each of batch ?? (message ? [message] : [])) {
+      const cancelled = each as JsonRpcMessage | null;
+      if (cancelled?.method !== "notifications/cancelled") continue;
+      const requestId = (cancelled.params as { requestId?: unknown } | undefined)?.requestId;
       if (typeof requestId === "string" || typeof requestId === "number") {
         cancellations.cancel(
           cancellationKey(sessionId ?? "", caller.name, requestId),
@@ -148,17 +199,48 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
         );
       }
     }
-    const approval = facts.method === "(response)" ? parseApprovalRequestId(message?.id) : undefined;
-    if (message && approval) {
-      const reply = await takeApprovalAnswer(runtime, caller, approval, message, allowSelfApproval, logger);
-      exchange.outcome.code = reply.code;
-      if (!reply.error) {
-        response.writeHead(reply.status);
-        response.end();
+    // The client's answers to approval questions decide their runs; the SDK knows nothing of them.
+    const answers = (batch ?? (message ? [message] : [])).filter(
+      (each): each is JsonRpcMessage => methodLabel(each) === "(response)" && isApprovalAnswer(each as JsonRpcMessage),
+    );
+    let forwarded = body.kind === "empty" ? [] : [body.bytes];
+    if (answers.length > 0) {
+      const take = (answerMessage: JsonRpcMessage) =>
+        takeApprovalAnswer(
+          runtime,
+          caller,
+          parseApprovalRequestId(answerMessage.id) as NonNullable<ReturnType<typeof parseApprovalRequestId>>,
+          answerMessage,
+          allowSelfApproval,
+          logger,
+        );
+      const [firstAnswer, ...moreAnswers] = answers as [JsonRpcMessage, ...JsonRpcMessage[]];
+      // The reply is the first failure, or the last answer's.
+      let reply = await take(firstAnswer);
+      for (const more of moreAnswers) {
+        const next = await take(more);
+        if (!reply.error) reply = next;
+      }
+      const rest = (batch ?? []).filter((each) => !answers.includes(each as JsonRpcMessage));
+      if (rest.length === 0) {
+        exchange.outcome.code = reply.code;
+        if (!reply.error) {
+          response.writeHead(reply.status);
+          response.end();
+          return;
+        }
+        response.writeHead(reply.status, { "content-type": "application/json" });
+        response.end(JSON.stringify({ jsonrpc: "2.0", error: reply.error, id: null }));
         return;
       }
-      response.writeHead(reply.status, { "content-type": "application/json" });
-      response.end(JSON.stringify({ jsonrpc: "2.0", error: reply.error, id: null }));
+      // The rest of the batch goes to the SDK, without the answers it cannot place.
+      forwarded = [Buffer.from(JSON.stringify(rest))];
+    }
+    // The SDK answers a cursor that is not a string with an internal error (-32603) and a zod dump.
+    if (message?.method === "tools/list" && !hasValidCursor(message.params)) {
+      exchange.outcome.code = Code.InvalidArgument;
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ jsonrpc: "2.0", error: invalidCursor, id: jsonRpcIdOf(message.id) }));
       return;
     }
     // The SDK answers a malformed initialize with an internal error (-32603) and a zod dump.
@@ -175,7 +257,7 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
         headers: request.headers,
         auth: toAuthInfo(caller, authorization ?? "", exchange.outcome),
         // The body was read to see what it carries; the SDK reads it again from here.
-        [Symbol.asyncIterator]: () => Readable.from(body.kind === "empty" ? [] : [body.bytes])[Symbol.asyncIterator](),
+        [Symbol.asyncIterator]: () => Readable.from(forwarded)[Symbol.asyncIterator](),
       },
       exchange.forSdk(initializing ? { [sessionIdHeader]: newSessionId(message.params) } : {}),
     );

@@ -46,7 +46,8 @@ const clientMethods = new Set([
 /**
  * The method label of a request to /mcp: the MCP method of the JSON-RPC message it carries,
  * "(response)" for a client's answer to a server request, "(other)" for a method MCP does not
- * define, "(invalid)" for a body that is no single JSON-RPC message (a batch, or not JSON-RPC).
+ * define, "(invalid)" for a body that is no single JSON-RPC message (the endpoint labels a batch
+ * "(batch)").
  */
 export function methodLabel(message: unknown): string {
   if (message === null || typeof message !== "object" || Array.isArray(message)) return "(invalid)";
