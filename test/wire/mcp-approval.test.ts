@@ -285,6 +285,23 @@ describe("MCP gateway approvals through MCP (--allow-self-approval)", () => {
       expect(still.execution?.approval?.decidedBy).to.equal("bob");
     });
 
+    it("refuses an answer sent as text/plain with 415, leaving the run to wait (a page of any origin may send one)", async () => {
+      const { execution } = await grpc.executions.startExecution(
+        { toolName: "test.approval", inputs: {} },
+        as("alice"),
+      );
+      const run = { executionId: execution?.executionId ?? "", inputsDigest: execution?.inputsDigest ?? "" };
+      const plain = await fetch(`${server.httpUrl}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "text/plain", authorization: `Bearer ${tokenOf("bob")}` },
+        body: JSON.stringify(answerFor(run, approve)),
+      });
+      expect(plain.status).to.equal(415);
+      const waiting = await grpc.executions.getExecution({ executionId: run.executionId }, as("alice"));
+      expect(waiting.execution?.state).to.equal(ExecutionState.AWAITING_APPROVAL);
+      await grpc.executions.cancelExecution({ executionId: run.executionId }, as("alice"));
+    });
+
     it("decides the run when the answer comes inside a batch (protocol versions before 2025-06-18)", async () => {
       const { execution } = await grpc.executions.startExecution(
         { toolName: "test.approval", inputs: {} },

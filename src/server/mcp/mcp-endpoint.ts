@@ -176,6 +176,12 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
         allow: "GET, POST",
       });
     }
+    // Before anything in the body is acted on (cancellations and approval answers are, before the
+    // SDK checks the type): a text/plain POST is one a page of any origin may send without a preflight.
+    const mediaType = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+    if (mediaType !== "application/json") {
+      return answer(response, 415, "Unsupported Media Type: Content-Type must be application/json");
+    }
     const body = await readJsonBody(request, options.maxBodyBytes);
     if (body.kind === "too_large") {
       // The rest of an HTTP/1.1 body is unread, so the connection cannot carry another request
