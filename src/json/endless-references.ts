@@ -26,6 +26,10 @@ const descendingMapKeywords = new Set(["properties", "patternProperties"]);
  * document by JSON pointer ("#", "#/$defs/a") are followed; others are left to the compiler.
  */
 export function findEndlessReference(root: JsonObject): string | undefined {
+  // Most schemas refer to nothing: one look at their keys settles it. References resolved against
+  // base URIs or anchors (`$id`, `$anchor`, `$dynamicRef`) are not followed here: such a loop is
+  // left to the compiled check, which reports a value it cannot check as a problem.
+  if (!holdsOnlyLocalReferences(root)) return undefined;
   /** Schemas on the path of same-value steps being followed (1), or done with (2). */
   const state = new Map<JsonObject, 1 | 2>();
   /** Schemas reached by descending, each to be followed in turn as the start of a path. */
@@ -76,6 +80,33 @@ export function findEndlessReference(root: JsonObject): string | undefined {
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/** Keys that give a schema a base URI or an anchor, which {@link resolve} does not model. */
+const scopingKeys = new Set(["$id", "$anchor", "$dynamicAnchor", "$dynamicRef"]);
+
+/** Whether `value` holds a `$ref` and nothing that scopes references otherwise. */
+function holdsOnlyLocalReferences(value: JsonValue): boolean {
+  let found = false;
+  const pending: JsonValue[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (Array.isArray(next)) {
+      for (const item of next) if (typeof item === "object" && item !== null) pending.push(item);
+      continue;
+    }
+    if (!isObject(next)) continue;
+    for (const key of Object.keys(next)) {
+      // "$" first: one comparison for most keys.
+      if (key.charCodeAt(0) === 0x24) {
+        if (key === "$ref") found = true;
+        else if (scopingKeys.has(key)) return false;
+      }
+      const child = next[key];
+      if (typeof child === "object" && child !== null) pending.push(child);
+    }
+  }
+  return found;
 }
 
 /** The value a local JSON pointer reference ("#", "#/a/0") names in `root`, or undefined. */

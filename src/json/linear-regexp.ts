@@ -9,6 +9,8 @@ export interface LinearRegExp {
   test(value: string): boolean;
   /** `/pattern/u`: ajv keys compiled patterns by it, so it must differ between patterns. */
   toString(): string;
+  /** What compiling it took from a pattern budget (see {@link withPatternBudget}). */
+  readonly size: number;
 }
 
 /**
@@ -52,16 +54,8 @@ export function compileLinearRegExp(pattern: string): LinearRegExp {
       `uses ${needsBacktracking}, which the linear-time regular expression engine cannot evaluate: rewrite it without backreferences or lookaround`,
     );
   }
-  if (budget) {
-    const size = expandedSize(ast);
-    if (size > budget.left) {
-      throw new UnsupportedPatternError(
-        pattern,
-        `repeats about ${size} times, more than is left of the ${budget.units} repetitions one schema's patterns may take together (compiling them holds the server): use fewer or smaller repetitions`,
-      );
-    }
-    budget.left -= size;
-  }
+  const size = expandedSize(ast);
+  spendPatternBudget(pattern, size);
   const ecmaMeaning = withEcmaCharacterSets(ast, pattern);
   let compiled: RE2JS;
   try {
@@ -73,7 +67,7 @@ export function compileLinearRegExp(pattern: string): LinearRegExp {
     );
   }
   const text = `/${pattern}/u`;
-  return { test: (value: string) => compiled.test(value), toString: () => text };
+  return { test: (value: string) => compiled.test(value), toString: () => text, size };
 }
 
 /**
@@ -101,6 +95,22 @@ export function withPatternBudget<T>(units: number, check: () => T): T {
 }
 
 /**
+ * Takes `size` (a pattern's {@link LinearRegExp.size}) from the budget of the check under way, if
+ * any: a pattern compiled already is charged as well, since the schema's compiler, when it runs,
+ * compiles every occurrence of every pattern. Throws an {@link UnsupportedPatternError} past it.
+ */
+export function spendPatternBudget(pattern: string, size: number): void {
+  if (!budget) return;
+  if (size > budget.left) {
+    throw new UnsupportedPatternError(
+      pattern,
+      `repeats about ${size} times, more than is left of the ${budget.units} repetitions one schema's patterns may take together (compiling them holds the server): use fewer or smaller repetitions`,
+    );
+  }
+  budget.left -= size;
+}
+
+/**
  * About how many elements the pattern's program holds once its repetitions are written out: a
  * bounded quantifier repeats its element `max` times, an unbounded one `min + 1`.
  */
@@ -119,6 +129,10 @@ function expandedSize(node: AST.Node): number {
       const times = Number.isFinite(node.max) ? node.max : node.min + 1;
       return Math.max(1, times) * expandedSize(node.element);
     }
+    // A set of many ranges (`.`, `\s` and `\S` written out as ECMA-262's sets, a Unicode property)
+    // takes longer to read and compile than a character, though less so when repeated.
+    case "CharacterSet":
+      return node.kind === "property" || node.kind === "any" || node.kind === "space" ? 4 : 1;
     default:
       return 1;
   }
@@ -126,11 +140,28 @@ function expandedSize(node: AST.Node): number {
 
 /** The linear-time engine in the shape ajv's `code.regExp` option takes. */
 export const linearRegExpEngine: NonNullable<CodeOptions["regExp"]> = Object.assign(
-  (pattern: string) => compileLinearRegExp(pattern),
+  (pattern: string) => {
+    // ajv asks for every occurrence of a pattern in a schema; a pattern is immutable once compiled,
+    // so the latest ones are kept (each occurrence is still charged to the budget).
+    const cached = recentlyCompiled.get(pattern);
+    if (cached) {
+      spendPatternBudget(pattern, cached.size);
+      return cached;
+    }
+    const compiled = compileLinearRegExp(pattern);
+    if (recentlyCompiled.size >= maxRecentlyCompiled) recentlyCompiled.clear();
+    recentlyCompiled.set(pattern, compiled);
+    return compiled;
+  },
   {
     code: "compileLinearRegExp",
   },
 );
+
+/** Patterns compiled for ajv lately, by their source; see {@link linearRegExpEngine}. */
+const recentlyCompiled = new Map<string, LinearRegExp>();
+/** Kept at most: compiled programs are up to a few hundred kilobytes each (a repetition of 1,000). */
+const maxRecentlyCompiled = 64;
 
 /**
  * ECMA-262's white space and line terminators, which its `\s` matches: RE2's `\s` is ASCII only
@@ -155,8 +186,6 @@ function withEcmaCharacterSets(ast: AST.Pattern, pattern: string): string {
       const elements = node.elements as readonly AST.Node[];
       const isSpace = (element: AST.Node, negate: boolean): boolean =>
         element.type === "CharacterSet" && element.kind === "space" && element.negate === negate;
-      // A class nested in one that is rewritten whole is rewritten with it (u-mode classes do not nest).
-      if (edits.some((edit) => edit.start <= node.start && node.end <= edit.end)) return;
       const inline = (element: AST.Node): string => (isSpace(element, false) ? ecmaSpace : element.raw);
       if (!elements.some((element) => isSpace(element, true))) {
         for (const element of elements) {
@@ -170,10 +199,12 @@ function withEcmaCharacterSets(ast: AST.Pattern, pattern: string): string {
           `uses \\S in the negated class ${quote(node.raw)}, which the linear-time regular expression engine cannot evaluate: list the characters instead`,
         );
       }
-      const rest = elements
+      const kept = elements
         .filter((element) => !isSpace(element, true))
         .map(inline)
         .join("");
+      // A caret first in the class written anew would negate it: `[\S^]` holds a caret.
+      const rest = kept.startsWith("^") ? `\\${kept}` : kept;
       const text = rest === "" ? spaceSet(true) : `(?:[${rest}]|${spaceSet(true)})`;
       edits.push({ start: node.start, end: node.end, text });
     },

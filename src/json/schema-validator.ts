@@ -6,6 +6,7 @@ import {
   compileLinearRegExp,
   linearRegExpEngine,
   schemaPatternBudget,
+  spendPatternBudget,
   UnsupportedPatternError,
   withPatternBudget,
 } from "./linear-regexp.js";
@@ -50,7 +51,8 @@ const knownKeywords = Object.keys(checker.RULES.keywords);
 const compiled = new CompiledSchemas(maxCompiledSchemas, () =>
   newCompiler(new Ajv2020({ ...options, validateSchema: false })),
 );
-const acceptedPatterns = new Set<string>();
+/** Patterns the engine accepted, with what compiling each takes from a schema's budget. */
+const acceptedPatterns = new Map<string, number>();
 /** The compiled check of each schema object that was used, so a run does not serialise its schema. */
 const slotsBySchema = new WeakMap<JsonObject, CompiledSlot>();
 
@@ -88,7 +90,10 @@ export function checkSchema(schema: JsonObject): void {
 export function compileSchema(schema: JsonObject): SchemaCheck {
   const json = JSON.stringify(schema);
   if (!compiled.has(json)) checkMetaSchema(schema);
-  slotsBySchema.set(schema, compiled.slot(schema, json));
+  slotsBySchema.set(
+    schema,
+    withPatternBudget(schemaPatternBudget, () => compiled.slot(schema, json)),
+  );
   return (value) => checkAgainstSchema(schema, value);
 }
 
@@ -104,7 +109,8 @@ export function checkAgainstSchema(schema: JsonObject, value: unknown): string[]
     try {
       const json = JSON.stringify(schema);
       if (!compiled.has(json)) checkMetaSchema(schema);
-      slot = compiled.slot(schema, json);
+      // Within the budget its registration was checked with (a schema from a store included).
+      slot = withPatternBudget(schemaPatternBudget, () => compiled.slot(schema, json));
     } catch (error) {
       if (!(error instanceof InvalidSchemaError)) throw error;
       const problem = `the schema cannot be used: it is not a valid JSON Schema (draft 2020-12): ${error.message}`;
@@ -152,21 +158,38 @@ function newCompiler(ajv: Ajv2020): SchemaCompiler {
     } finally {
       ajv.removeSchema(schema);
     }
-    return (value) => (validate(value) ? [] : formatSchemaErrors(validate.errors ?? []));
+    return (value) => {
+      try {
+        return validate(value) ? [] : formatSchemaErrors(validate.errors ?? []);
+      } catch (error) {
+        // A schema that refers to itself without end through what findEndlessReference does not
+        // follow (base URIs, dynamic references): checking recursed until the stack ran out.
+        if (error instanceof RangeError) {
+          return [
+            "the value could not be checked: the schema refers to itself without end (its $id, $anchor or $dynamicRef references)",
+          ];
+        }
+        throw error;
+      }
+    };
   };
 }
 
 /** Whether the linear-time engine accepts `pattern`; remembered, since patterns repeat across tools. */
 function acceptsPattern(pattern: string): boolean {
-  if (acceptedPatterns.has(pattern)) return true;
+  let size = acceptedPatterns.get(pattern);
   try {
-    compileLinearRegExp(pattern);
+    if (size === undefined) size = compileLinearRegExp(pattern).size;
+    // Charged again when known: the compiler compiles each occurrence when the schema is first used.
+    else spendPatternBudget(pattern, size);
   } catch (error) {
     if (error instanceof UnsupportedPatternError) return false;
     throw error;
   }
-  if (acceptedPatterns.size >= maxAcceptedPatterns) acceptedPatterns.clear();
-  acceptedPatterns.add(pattern);
+  if (!acceptedPatterns.has(pattern)) {
+    if (acceptedPatterns.size >= maxAcceptedPatterns) acceptedPatterns.clear();
+    acceptedPatterns.set(pattern, size);
+  }
   return true;
 }
 

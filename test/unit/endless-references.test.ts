@@ -80,3 +80,33 @@ describe("checkSchema() of references", () => {
     });
   }
 });
+
+describe("references findEndlessReference does not follow", () => {
+  it("leaves a schema with $id scopes to the compiler, which checks it as JSON Schema says", () => {
+    const schema: JsonObject = {
+      $id: "http://example.test/root",
+      type: "object",
+      properties: { x: { $ref: "#/$defs/s" } },
+      $defs: {
+        s: { $id: "http://example.test/s", allOf: [{ $ref: "#/$defs/t" }], $defs: { t: { type: "string" } } },
+        t: { $ref: "#/$defs/s" },
+      },
+    };
+    expect(findEndlessReference(schema)).to.equal(undefined);
+    checkSchema(schema);
+    expect(checkAgainstSchema(schema, { x: "a" })).to.deep.equal([]);
+    expect(checkAgainstSchema(schema, { x: 1 })).to.have.length(1);
+  });
+
+  for (const schema of [
+    { $dynamicAnchor: "a", $dynamicRef: "#a" },
+    { $id: "http://example.test/r", $ref: "http://example.test/r" },
+  ] as JsonObject[]) {
+    it(`reports every value as one it cannot check, never throwing, for ${JSON.stringify(schema)}`, () => {
+      checkSchema(structuredClone(schema));
+      expect(checkAgainstSchema(schema, { x: 1 })).to.deep.equal([
+        "the value could not be checked: the schema refers to itself without end (its $id, $anchor or $dynamicRef references)",
+      ]);
+    });
+  }
+});
