@@ -120,7 +120,10 @@ function universalRequestOf(
     const abortEarly = (error?: Error): void => {
       request.off("error", abortEarly);
       response.off("close", abortEarly);
-      if (!response.writableEnded) abortController.abort(closedConnectionError(error ?? request.errored ?? undefined));
+      if (response.writableEnded) return;
+      abortController.abort(closedConnectionError(error ?? request.errored ?? undefined));
+      // As over HTTP/2 (above): a write waiting for 'drain' on a connection that closed waits forever.
+      if (response.listenerCount("drain") > 0) response.emit("drain");
     };
     request.once("error", abortEarly);
     // An HTTP/1.1 request closes once its body is read; the response closes with the connection.

@@ -83,9 +83,9 @@ export interface McpEndpointOptions {
   /** Measures each request (the RPC metrics, as service and protocol "mcp"). */
   readonly observe?: McpRequestObserver;
   /**
-   * The server's bound on calls in flight (`--max-calls-in-flight`): each request to /mcp is a
-   * call while it is answered (a `GET` notification stream as long as it lasts); past the bound
-   * it is refused with 429 before its body is read.
+   * The server's bound on calls in flight (`--max-calls-in-flight`): each POST to /mcp is a call
+   * from when its body has arrived until it is answered; past the bound it is refused with 429. A
+   * `GET` notification stream is not (it is bounded by the connections).
    */
   readonly limiter?: CallLimiter;
 }
@@ -142,19 +142,6 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       }
     });
     if (closing) return answer(response, 503, "the server is shutting down: retry against a running server");
-    const limiter = options.limiter;
-    if (limiter) {
-      if (!limiter.tryAcquire()) {
-        // The rest of an HTTP/1.1 body is left unread: the connection cannot carry another request.
-        return answer(
-          response,
-          429,
-          limiter.refusal.rawMessage,
-          request.httpVersionMajor === 1 ? { connection: "close" } : {},
-        );
-      }
-      response.once("close", () => limiter.release());
-    }
     // The SDK builds the request's URL from it, and answers 500 when it cannot.
     if (requestUrlOf(request) === undefined) return answer(response, 400, noAuthorityMessage);
     let caller: Identity;
@@ -187,6 +174,13 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       // The rest of an HTTP/1.1 body is unread, so the connection cannot carry another request
       // (HTTP/2 refuses connection headers: its stream simply ends).
       return answer(response, 413, body.message, request.httpVersionMajor === 1 ? { connection: "close" } : {});
+    }
+    // A call of the server's bound once its body is all here, as an RPC is (see http-call-limit.ts):
+    // a body withheld, or trickled, holds no slot.
+    const limiter = options.limiter;
+    if (limiter) {
+      if (!limiter.tryAcquire()) return answer(response, 429, limiter.refusal.rawMessage);
+      response.once("close", () => limiter.release());
     }
     const sessionId = headerValue(request.headers[sessionIdHeader]);
     // A batch (protocol versions before 2025-06-18) carries its messages in an array: each is
