@@ -4,6 +4,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { ConnectRequestSchema } from "../../gen/toolruntime/v1/provider_pb.js";
 import { ProviderService, type ConnectResponse } from "../../gen/toolruntime/v1/provider_pb.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
+import { roomForOutput, sizeProblem } from "../runner/output-fits.js";
 import { checkJsonObject, defaultJsonLimits, outputChunkLimits, type JsonLimits } from "../json/check-json.js";
 import type { ToolContext } from "../registry/tool-definition.js";
 import { EventQueue } from "../runner/event-queue.js";
@@ -158,10 +159,16 @@ export function createProvider(options: ProviderOptions): Provider {
       emitOutput: (chunk) => {
         const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
         if (!check.ok) throw new TypeError(check.problem);
+        // Within the server's limit as protobuf too (see runner/output-fits.ts): a message over it
+        // would end the whole provider stream, every run on it with it.
+        const chunkValue = check.value["chunk"] as JsonValue;
+        const limit = Math.min(outputChunkLimits.maxBytes, roomForOutput(jsonLimits.maxBytes));
+        const tooLarge = sizeProblem("output chunk", chunkValue, check.bytes, limit);
+        if (tooLarge) throw new TypeError(tooLarge);
         send({
           message: {
             case: "output",
-            value: { executionId, chunk: fromJson(ValueSchema, check.value["chunk"] as JsonValue) },
+            value: { executionId, chunk: fromJson(ValueSchema, chunkValue) },
           },
         });
       },
@@ -175,17 +182,22 @@ export function createProvider(options: ProviderOptions): Provider {
         result = { message: { case: "result", value: { executionId } } };
       } else {
         const check = checkJsonObject(output, "output", jsonLimits);
-        result = check.ok
-          ? { message: { case: "result", value: { executionId, output: check.value } } }
-          : {
-              message: {
-                case: "result",
-                value: {
-                  executionId,
-                  error: { toolName, errorType: ErrorType.OutputValidation, details: check.problem },
+        // Within the server's limit as protobuf too, as an in-process run's (see output-fits.ts).
+        const problem = check.ok
+          ? sizeProblem("output", check.value, check.bytes, roomForOutput(jsonLimits.maxBytes))
+          : check.problem;
+        result =
+          check.ok && problem === undefined
+            ? { message: { case: "result", value: { executionId, output: check.value } } }
+            : {
+                message: {
+                  case: "result",
+                  value: {
+                    executionId,
+                    error: { toolName, errorType: ErrorType.OutputValidation, details: problem ?? "" },
+                  },
                 },
-              },
-            };
+              };
       }
     } catch (error) {
       result = {

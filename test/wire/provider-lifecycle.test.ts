@@ -39,6 +39,16 @@ const handlers = {
   },
   date: () => ({ at: new Date(0) }),
   nothing: () => undefined,
+  // About 1 MB of JSON, 5.5 MB as protobuf: over the message limit once encoded.
+  zeros: () => ({ list: new Array<number>(500_000).fill(0) }),
+  zeros_chunk: (_inputs: unknown, context: { emitOutput(chunk: never): void }) => {
+    try {
+      context.emitOutput(new Array<number>(200_000).fill(0) as never);
+      return { chunk: "accepted" };
+    } catch (error) {
+      return { chunk: (error as Error).message };
+    }
+  },
   bad_chunk: (_inputs: unknown, context: { emitOutput(chunk: never): void }) => {
     try {
       context.emitOutput(new Date(0) as never);
@@ -100,6 +110,16 @@ describe("A provider tool behaves like an in-process tool", () => {
       expect(remote.error?.details).to.equal(local.error?.details.replace(`"local.${name}"`, `"remote.${name}"`));
     });
   }
+
+  it("refuses output and chunks too large once encoded, in a provider as in process", async () => {
+    const remote = await resultOf(client, "remote.zeros");
+    expect(remote.error?.errorType).to.equal("OutputValidationError");
+    expect(remote.error?.details).to.contain("once encoded as protobuf");
+    const chunk = await resultOf(client, "remote.zeros_chunk");
+    expect(chunk.output?.["chunk"]).to.match(/^output chunk is larger than the limit of 1048576 bytes once encoded/);
+    // The provider is still connected: its stream did not fail on a message over the limit.
+    expect((await resultOf(client, "remote.throws")).error?.errorType).to.equal("HandlerError");
+  });
 
   it("reports a handler that throws as HandlerError, not ProviderError", async () => {
     const result = await resultOf(client, "remote.throws");
