@@ -185,19 +185,30 @@ export function createExecutionService(
 /**
  * The record once its run took the decision in: the run waiting for it goes on in a later step
  * (queued or running once approved, failed once rejected), and the answer is "the run's record
- * after the decision". Waits for the record's next change while it still awaits approval, until
- * the call is over.
+ * after the decision". Waits for the record's next change while it still awaits approval, for a
+ * second at most (a mirror of a run another replica owns changes when that replica writes), or
+ * until the call is over; then answers with the record as it stands.
  */
 async function afterDecision(record: ExecutionRecord, context: HandlerContext): Promise<ExecutionRecord> {
   const call = callCancellation(context);
   let stopListening: (() => void) | undefined;
-  const callOver = new Promise<void>((resolve) => (stopListening = call.onAbort(() => resolve())));
+  let timer: NodeJS.Timeout | undefined;
+  const givenUp = new Promise<void>((resolve) => {
+    stopListening = call.onAbort(() => resolve());
+    timer = setTimeout(resolve, maxWaitForDecisionMs);
+  });
+  let waiting = true;
+  void givenUp.then(() => (waiting = false));
   try {
-    while (record.isLive && record.state === ExecutionState.AWAITING_APPROVAL && !call.aborted) {
-      await Promise.race([record.changed(), callOver]);
+    while (waiting && record.isLive && record.state === ExecutionState.AWAITING_APPROVAL && !call.aborted) {
+      await Promise.race([record.changed(), givenUp]);
     }
   } finally {
     stopListening?.();
+    clearTimeout(timer);
   }
   return record;
 }
+
+/** Longest wait of an approval's answer for its run to take the decision in. */
+const maxWaitForDecisionMs = 1000;
