@@ -1,20 +1,12 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-
-/** Keywords whose subschemas apply to the value itself: following them does not descend into it. */
-const sameValueKeywords = new Set(["not", "if", "then", "else"]);
-const sameValueArrayKeywords = new Set(["allOf", "anyOf", "oneOf"]);
-const sameValueMapKeywords = new Set(["dependentSchemas"]);
-/** Keywords whose subschemas apply to parts of the value (its properties, items, names). */
-const descendingKeywords = new Set([
-  "additionalProperties",
-  "propertyNames",
-  "unevaluatedProperties",
-  "unevaluatedItems",
-  "items",
-  "contains",
-]);
-const descendingArrayKeywords = new Set(["prefixItems"]);
-const descendingMapKeywords = new Set(["properties", "patternProperties"]);
+import {
+  descendingArrayKeywords,
+  descendingKeywords,
+  descendingMapKeywords,
+  sameValueArrayKeywords,
+  sameValueKeywords,
+  sameValueMapKeywords,
+} from "./schema-keywords.js";
 
 /**
  * The `$ref` that closes a loop of subschemas applied to one and the same value, or undefined

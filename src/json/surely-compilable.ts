@@ -1,22 +1,19 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import {
+  descendingArrayKeywords,
+  descendingKeywords,
+  descendingMapKeywords,
+  sameValueArrayKeywords,
+  sameValueKeywords,
+  sameValueMapKeywords,
+} from "./schema-keywords.js";
 
 /** Keywords whose value is one subschema that ajv compiles. */
-const schemaKeywords = new Set([
-  "additionalProperties",
-  "propertyNames",
-  "unevaluatedProperties",
-  "unevaluatedItems",
-  "items",
-  "contains",
-  "not",
-  "if",
-  "then",
-  "else",
-]);
+const schemaKeywords = new Set([...sameValueKeywords, ...descendingKeywords]);
 /** Keywords whose value maps names to subschemas that ajv compiles. */
-const schemaMapKeywords = new Set(["properties", "patternProperties", "dependentSchemas"]);
+const schemaMapKeywords = new Set([...sameValueMapKeywords, ...descendingMapKeywords]);
 /** Keywords whose value is an array of subschemas that ajv compiles. */
-const schemaArrayKeywords = new Set(["allOf", "anyOf", "oneOf", "prefixItems"]);
+const schemaArrayKeywords = new Set([...sameValueArrayKeywords, ...descendingArrayKeywords]);
 /**
  * Keywords that compile without a subschema or a strict-mode check of their own: data,
  * annotations, and `$defs` (whose schemas ajv compiles only when a `$ref` reaches them).

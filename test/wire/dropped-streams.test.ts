@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { once } from "node:events";
 import http2 from "node:http2";
 import { Writable } from "node:stream";
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { RunnerService, RunToolRequestSchema } from "../../gen/toolruntime/v1/runner_pb.js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { startTestServer } from "../support/test-server.js";
@@ -17,21 +17,29 @@ interface LogLine {
   readonly code?: string;
 }
 
+/** A logger at the info level that keeps its lines, and resolves with the first RunTool call's line. */
+function runToolCallLog(): { logger: Logger; callLogged: Promise<LogLine>; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  let markLogged: (line: LogLine) => void = () => undefined;
+  const callLogged = new Promise<LogLine>((resolve) => (markLogged = resolve));
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString().split("\n")) {
+        if (text === "") continue;
+        const line = JSON.parse(text) as LogLine;
+        lines.push(line);
+        if (line.msg === "call" && line.rpc === "toolruntime.v1.RunnerService/RunTool") markLogged(line);
+      }
+      done();
+    },
+  });
+  return { logger: pino({ level: "info" }, destination), callLogged, lines };
+}
+
 describe("Streams their client drops", () => {
   it("ends as CANCELLED a RunTool stream on the HTTP port whose client stopped reading, then reset it", async () => {
-    let markLogged: (line: LogLine) => void = () => undefined;
-    const callLogged = new Promise<LogLine>((resolve) => (markLogged = resolve));
-    const destination = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const text of chunk.toString().split("\n")) {
-          if (text === "") continue;
-          const line = JSON.parse(text) as LogLine;
-          if (line.msg === "call" && line.rpc === "toolruntime.v1.RunnerService/RunTool") markLogged(line);
-        }
-        done();
-      },
-    });
-    const server = await startTestServer({ logger: pino({ level: "info" }, destination) });
+    const { logger, callLogged } = runToolCallLog();
+    const server = await startTestServer({ logger });
     // A window of 1 KiB that the client never opens further: the server's write of the run's
     // events (about 400 KB) waits for a 'drain' that never comes.
     const session = http2.connect(server.httpUrl, { settings: { initialWindowSize: 1024 } });
@@ -98,22 +106,9 @@ describe("Streams their client drops", () => {
 
   for (const protocol of ["connect", "grpc_web"] as const) {
     it(`counts and logs a RunTool stream dropped over ${protocol} as CANCELLED, with no internal error`, async () => {
-      const lines: LogLine[] = [];
-      let markLogged: (line: LogLine) => void = () => undefined;
       // The call's log line is written once its stream is over on the server.
-      const callLogged = new Promise<LogLine>((resolve) => (markLogged = resolve));
-      const destination = new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          for (const text of chunk.toString().split("\n")) {
-            if (text === "") continue;
-            const line = JSON.parse(text) as LogLine;
-            lines.push(line);
-            if (line.msg === "call" && line.rpc === "toolruntime.v1.RunnerService/RunTool") markLogged(line);
-          }
-          done();
-        },
-      });
-      const server = await startTestServer({ logger: pino({ level: "info" }, destination) });
+      const { logger, callLogged, lines } = runToolCallLog();
+      const server = await startTestServer({ logger });
       try {
         const transport =
           protocol === "connect"
