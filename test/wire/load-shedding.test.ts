@@ -13,6 +13,7 @@ import { expectToolError } from "../support/expect-error.js";
 import { createGrpcJsClient } from "../support/grpc-js-client.js";
 import { startFlood } from "../support/flood-client.js";
 import { createProtoLoaderClient } from "../support/proto-loader-client.js";
+import { postMcp } from "../support/mcp-post.js";
 import { startTestServer } from "../support/test-server.js";
 import { testToolEvents } from "../support/test-tools.js";
 
@@ -84,17 +85,7 @@ describe("Load shedding over the wire", () => {
   it("counts requests to /mcp against the same limit, refusing them with 429 past it", async () => {
     const slots = 2;
     const small = await startTestServer({ connection: { maxCallsInFlight: slots } });
-    const mcp = (body: unknown, signal?: AbortSignal) =>
-      fetch(`${small.httpUrl}/mcp`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2025-11-25",
-        },
-        body: JSON.stringify(body),
-        ...(signal ? { signal } : {}),
-      });
+    const mcp = (body: unknown, signal?: AbortSignal) => postMcp(`${small.httpUrl}/mcp`, body, signal);
     const hold = new AbortController();
     try {
       let waitingRuns = 0;

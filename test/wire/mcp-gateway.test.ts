@@ -1,3 +1,4 @@
+import { postMcp } from "../support/mcp-post.js";
 import { create } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { createHash } from "node:crypto";
@@ -314,17 +315,7 @@ describe("MCP gateway without a client library", () => {
   });
   after(() => server.close(0));
 
-  const post = (body: unknown, signal?: AbortSignal) =>
-    fetch(url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-11-25",
-      },
-      body: JSON.stringify(body),
-      ...(signal ? { signal } : {}),
-    });
+  const post = (body: unknown, signal?: AbortSignal) => postMcp(url, body, signal);
 
   it("cancels the run when a 2025-era client drops its tools/call request", async () => {
     const controller = new AbortController();
