@@ -4,7 +4,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { ConnectRequestSchema } from "../../gen/toolruntime/v1/provider_pb.js";
 import { ProviderService, type ConnectResponse } from "../../gen/toolruntime/v1/provider_pb.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
-import { roomForOutput, sizeProblem } from "../runner/output-fits.js";
+import { chunkSizeProblem, roomForOutput, sizeProblem } from "../runner/output-fits.js";
 import { checkJsonObject, defaultJsonLimits, outputChunkLimits, type JsonLimits } from "../json/check-json.js";
 import type { ToolContext } from "../registry/tool-definition.js";
 import { EventQueue } from "../runner/event-queue.js";
@@ -162,8 +162,7 @@ export function createProvider(options: ProviderOptions): Provider {
         // Within the server's limit as protobuf too (see runner/output-fits.ts): a message over it
         // would end the whole provider stream, every run on it with it.
         const chunkValue = check.value["chunk"] as JsonValue;
-        const limit = Math.min(outputChunkLimits.maxBytes, roomForOutput(jsonLimits.maxBytes));
-        const tooLarge = sizeProblem("output chunk", chunkValue, check.bytes, limit);
+        const tooLarge = chunkSizeProblem(chunkValue, check.bytes, jsonLimits.maxBytes);
         if (tooLarge) throw new TypeError(tooLarge);
         send({
           message: {

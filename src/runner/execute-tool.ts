@@ -13,7 +13,7 @@ import { quote } from "../registry/names.js";
 import { DeclaredFailure } from "./declared-failure.js";
 import { HandlerContext, type HandlerContextActions } from "./handler-context.js";
 import { isoTime } from "./iso-time.js";
-import { roomForOutput, sizeProblem } from "./output-fits.js";
+import { chunkSizeProblem, roomForOutput, sizeProblem } from "./output-fits.js";
 import { cut, describeThrown, failed, succeeded } from "./run-outcome.js";
 import type { RunInfo, RunObserver } from "./run-observer.js";
 import type { PreparedRun } from "./tool-runner.js";
@@ -341,8 +341,7 @@ class ToolExecution implements RunInfo, HandlerContextActions {
     const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
     if (!check.ok) throw new TypeError(check.problem);
     const value = check.value["chunk"] as JsonValue;
-    const limit = Math.min(outputChunkLimits.maxBytes, roomForOutput(this.runner.jsonLimits.maxBytes));
-    const tooLarge = sizeProblem("output chunk", value, check.bytes, limit);
+    const tooLarge = chunkSizeProblem(value, check.bytes, this.runner.jsonLimits.maxBytes);
     if (tooLarge) throw new TypeError(tooLarge);
     if (this.#running) this.options.sink?.output?.(value);
   }

@@ -1,5 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { valueFieldsSize } from "../codec/struct-binary.js";
+import { outputChunkLimits } from "../json/check-json.js";
 
 /**
  * Room a result leaves for what travels with its output (metadata, error, ids, the event or
@@ -31,4 +32,14 @@ export function sizeProblem(label: string, value: JsonValue, jsonBytes: number, 
   return encoded > maxBytes
     ? `${label} is larger than the limit of ${maxBytes} bytes once encoded as protobuf (${encoded} bytes)`
     : undefined;
+}
+
+/**
+ * Why a partial output chunk (already checked as JSON, `jsonBytes` of text) cannot travel, or
+ * undefined: within {@link outputChunkLimits} and the room a message of `maxMessageBytes` leaves,
+ * in both forms.
+ */
+export function chunkSizeProblem(chunk: JsonValue, jsonBytes: number, maxMessageBytes: number): string | undefined {
+  const limit = Math.min(outputChunkLimits.maxBytes, roomForOutput(maxMessageBytes));
+  return sizeProblem("output chunk", chunk, jsonBytes, limit);
 }
