@@ -193,15 +193,13 @@ async function afterDecision(record: ExecutionRecord, context: HandlerContext): 
   const call = callCancellation(context);
   let stopListening: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
-  const givenUp = new Promise<void>((resolve) => {
-    stopListening = call.onAbort(() => resolve());
-    timer = setTimeout(resolve, maxWaitForDecisionMs);
+  const givenUp = new Promise<"given up">((resolve) => {
+    stopListening = call.onAbort(() => resolve("given up"));
+    timer = setTimeout(() => resolve("given up"), maxWaitForDecisionMs);
   });
-  let waiting = true;
-  void givenUp.then(() => (waiting = false));
   try {
-    while (waiting && record.isLive && record.state === ExecutionState.AWAITING_APPROVAL && !call.aborted) {
-      await Promise.race([record.changed(), givenUp]);
+    while (record.isLive && record.state === ExecutionState.AWAITING_APPROVAL && !call.aborted) {
+      if ((await Promise.race([record.changed(), givenUp])) === "given up") break;
     }
   } finally {
     stopListening?.();

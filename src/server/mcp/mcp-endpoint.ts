@@ -188,7 +188,8 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
     const batch = body.kind === "json" && Array.isArray(body.value) ? (body.value as unknown[]) : undefined;
     const message = body.kind === "json" && !batch ? (body.value as JsonRpcMessage) : undefined;
     facts.method = batch ? "(batch)" : methodLabel(message);
-    for (const each of batch ?? (message ? [message] : [])) {
+    const messages: readonly unknown[] = batch ?? (message ? [message] : []);
+    for (const each of messages) {
       const cancelled = each as JsonRpcMessage | null;
       if (cancelled?.method !== "notifications/cancelled") continue;
       const requestId = (cancelled.params as { requestId?: unknown } | undefined)?.requestId;
@@ -200,7 +201,7 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       }
     }
     // The client's answers to approval questions decide their runs; the SDK knows nothing of them.
-    const answers = (batch ?? (message ? [message] : [])).filter(
+    const answers = messages.filter(
       (each): each is JsonRpcMessage => methodLabel(each) === "(response)" && isApprovalAnswer(each as JsonRpcMessage),
     );
     let forwarded = body.kind === "empty" ? [] : [body.bytes];
