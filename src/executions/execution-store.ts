@@ -2,6 +2,7 @@ import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { resolvePageSize } from "../registry/page-token.js";
 import type { ExecutionRecord } from "./execution-record.js";
+import { ChurnMap } from "../collections/churn-map.js";
 
 /** Bounds on the records kept after their runs end. */
 export interface RetentionOptions {
@@ -32,7 +33,7 @@ export class ExecutionStore {
   readonly maxRetained: number;
   readonly retentionMs: number;
   readonly maxRetainedBytes: number;
-  readonly #records = new Map<string, ExecutionRecord>();
+  readonly #records = new ChurnMap<string, ExecutionRecord>();
   /**
    * Finished records in the order they finished (the eviction order), from `#finishedHead` on.
    * An array with a moving head rather than a Map: a Map emptied from its front keeps the deleted
@@ -45,7 +46,7 @@ export class ExecutionStore {
    * a Set of ids (two hash operations fewer per run).
    */
   #finishedCount = 0;
-  readonly #byIdempotencyKey = new Map<string, ExecutionRecord>();
+  readonly #byIdempotencyKey = new ChurnMap<string, ExecutionRecord>();
   readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
   #finishedBytes = 0;
   #evicted = 0;

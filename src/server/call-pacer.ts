@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { ChurnMap } from "../collections/churn-map.js";
 
 /**
  * Starts admitted calls, and sends their last messages, with a bounded amount of work per turn of
@@ -52,7 +53,7 @@ type Work = () => void;
 
 /** Work waiting per connection, taken round-robin: one item of each connection in turn. */
 class RoundRobin {
-  readonly #byConnection = new Map<unknown, Fifo<Work>>();
+  readonly #byConnection = new ChurnMap<unknown, Fifo<Work>>();
   /** The connections with work waiting, in the order they are served next. */
   readonly #turns = new Fifo<unknown>();
   #size = 0;

@@ -24,6 +24,7 @@ import { SettledStream, startOf, type StartedStream } from "./message-batches.js
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
+import { ChurnSet } from "../collections/churn-set.js";
 
 /** The reason a finished call's context aborts with, shared: building an error per call costs. */
 const callEnded = new ConnectError("the call ended", Code.Canceled);
@@ -85,7 +86,7 @@ export function addServiceToGrpcServer<S extends DescService>(
     else begin();
   };
   // The calls going on, so that shutdown aborts their signals (one listener for all of them).
-  const liveContexts = new Set<GrpcHandlerContext>();
+  const liveContexts = new ChurnSet<GrpcHandlerContext>();
   options.shutdownSignal?.addEventListener(
     "abort",
     () => {

@@ -2,6 +2,7 @@ import net from "node:net";
 import { Server, ServerCredentials, type ChannelOptions, type ServerInterceptor } from "@grpc/grpc-js";
 import type { ConnectionOptions } from "./connection-options.js";
 import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
+import { useChurnMapForStreams, watchGrpcSessions } from "./http2-stream-table.js";
 import { incompleteRequestInterceptor } from "./incomplete-request-interceptor.js";
 import type { TlsMaterial } from "./tls-config.js";
 
@@ -51,6 +52,7 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
   }
   if (options.maxConnectionIdleMs > 0) channelOptions["grpc.max_connection_idle_ms"] = options.maxConnectionIdleMs;
   const server = new Server(channelOptions);
+  watchGrpcSessions(server, (session) => useChurnMapForStreams(session));
   let listener: net.Server | undefined;
   const injectors: ReturnType<Server["createConnectionInjector"]>[] = [];
   // Stops every call and cuts every connection (GOAWAY with CANCEL, on a timer of 0 ms) through

@@ -7,6 +7,7 @@ import { serveConsoleAsset } from "./console-assets.js";
 import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
 import { watchHttp2Session } from "./http2-session-watch.js";
+import { useChurnMapForStreams } from "./http2-stream-table.js";
 import { toOriginForm } from "./request-url.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
 import type { TlsMaterial } from "./tls-config.js";
@@ -146,6 +147,7 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
     maxIdleMs: options.connection.maxConnectionIdleMs,
   };
   h2.on("session", (session) => {
+    useChurnMapForStreams(session);
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     watchHttp2Session(session, sessionWatch);
