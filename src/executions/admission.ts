@@ -1,5 +1,6 @@
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
+import { ToolCounts } from "./tool-counts.js";
 
 /**
  * Most runs executing at once by default. Tools are mostly I/O-bound (a call to a service, a
@@ -93,8 +94,8 @@ export class Admission {
   #head: Waiter | undefined;
   #tail: Waiter | undefined;
   #queued = 0;
-  readonly #queuedByTool = new Map<string, number>();
-  readonly #runningByTool = new Map<string, number>();
+  readonly #queuedByTool = new ToolCounts();
+  readonly #runningByTool = new ToolCounts();
   #running = 0;
   #maxQueuedSeen = 0;
 
@@ -126,7 +127,7 @@ export class Admission {
     const waiter = new Waiter(this, toolName, toolLimit);
     // Queued runs never fit (dispatch starts every one that does), so they all wait for their own
     // tool's limit: a run that fits passes them, unless a run of its own tool waits ahead of it.
-    const immediate = this.#fits(waiter) && !this.#queuedByTool.has(toolName);
+    const immediate = this.#fits(waiter) && this.#queuedByTool.get(toolName) === 0;
     const position = this.#queued;
     if (immediate) {
       this.#start(waiter);
@@ -150,13 +151,13 @@ export class Admission {
 
   #fits(waiter: Waiter): boolean {
     if (this.#running >= this.maxConcurrent) return false;
-    return waiter.toolLimit === 0 || (this.#runningByTool.get(waiter.toolName) ?? 0) < waiter.toolLimit;
+    return waiter.toolLimit === 0 || this.#runningByTool.get(waiter.toolName) < waiter.toolLimit;
   }
 
   #start(waiter: Waiter): void {
     waiter.state = "running";
     this.#running += 1;
-    this.#runningByTool.set(waiter.toolName, (this.#runningByTool.get(waiter.toolName) ?? 0) + 1);
+    this.#runningByTool.increment(waiter.toolName);
     waiter.start();
   }
 
@@ -166,7 +167,7 @@ export class Admission {
     else this.#head = waiter;
     this.#tail = waiter;
     this.#queued += 1;
-    this.#queuedByTool.set(waiter.toolName, (this.#queuedByTool.get(waiter.toolName) ?? 0) + 1);
+    this.#queuedByTool.increment(waiter.toolName);
   }
 
   #dequeue(waiter: Waiter): void {
@@ -176,9 +177,7 @@ export class Admission {
     else this.#tail = waiter.prev;
     waiter.prev = waiter.next = undefined;
     this.#queued -= 1;
-    const left = (this.#queuedByTool.get(waiter.toolName) ?? 1) - 1;
-    if (left === 0) this.#queuedByTool.delete(waiter.toolName);
-    else this.#queuedByTool.set(waiter.toolName, left);
+    this.#queuedByTool.decrement(waiter.toolName);
   }
 
   #release(waiter: Waiter): void {
@@ -190,9 +189,7 @@ export class Admission {
     }
     waiter.state = "done";
     this.#running -= 1;
-    const left = (this.#runningByTool.get(waiter.toolName) ?? 1) - 1;
-    if (left === 0) this.#runningByTool.delete(waiter.toolName);
-    else this.#runningByTool.set(waiter.toolName, left);
+    this.#runningByTool.decrement(waiter.toolName);
     this.#dispatch();
   }
 
