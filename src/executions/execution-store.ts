@@ -1,8 +1,8 @@
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import { ChurnMap } from "../collections/churn-map.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { resolvePageSize } from "../registry/page-token.js";
 import type { ExecutionRecord } from "./execution-record.js";
-import { ChurnMap } from "../collections/churn-map.js";
 
 /** Bounds on the records kept after their runs end. */
 export interface RetentionOptions {

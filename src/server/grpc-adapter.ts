@@ -17,6 +17,7 @@ import { sendPaced, type CallPacer } from "./call-pacer.js";
 import { toBinaryFast, toFramedBinaryFast } from "../codec/fast-binary.js";
 import { decodeFailureReason } from "../codec/decode-failure.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
+import { ChurnSet } from "../collections/churn-set.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { createBatchSender, type BatchSender, type StreamingCall } from "./grpc-stream-sender.js";
@@ -24,7 +25,6 @@ import { SettledStream, startOf, type StartedStream } from "./message-batches.js
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { readMessages } from "./read-messages.js";
 import { toConnectError } from "./to-connect-error.js";
-import { ChurnSet } from "../collections/churn-set.js";
 
 /** The reason a finished call's context aborts with, shared: building an error per call costs. */
 const callEnded = new ConnectError("the call ended", Code.Canceled);

@@ -1,9 +1,7 @@
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
-import { Server, ServerCredentials, credentials, type ServiceDefinition } from "@grpc/grpc-js";
-import { Client } from "@grpc/grpc-js";
+import net, { type AddressInfo } from "node:net";
+import { Client, Server, ServerCredentials, credentials, type ServiceDefinition } from "@grpc/grpc-js";
 import { expect } from "chai";
-import net from "node:net";
 import { useChurnMapForStreams, watchGrpcSessions } from "../../src/server/http2-stream-table.js";
 
 /** Sends `count` GET requests on one session, `parallel` at a time; resolves to their statuses. */
