@@ -29,6 +29,7 @@ export interface Http2SessionWatchOptions {
 export function watchHttp2Session(session: http2.ServerHttp2Session, options: Http2SessionWatchOptions): void {
   let openStreams = 0;
   let idleSince = performance.now();
+  session.once("close", () => clearSessionTimer(session));
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     openStreams += 1;
     stream.once("close", () => {
@@ -65,4 +66,24 @@ export function watchHttp2Session(session: http2.ServerHttp2Session, options: Ht
       session.destroy();
     }
   });
+}
+
+/**
+ * Clears the timer `session.setTimeout` armed. Node 20 leaves it running when a session is
+ * destroyed, and `setTimeout(0)` does nothing on a destroyed session: the timer, and through its
+ * callback the whole session with its socket and streams, stayed in memory until it would have
+ * fired (`keepaliveTimeMs` later, a minute by default), so a client opening and closing
+ * connections held a minute's worth of them. Node keeps the timer under an internal symbol named
+ * "timeout", found here by that name; a session without one is left as it is. Returns whether a
+ * timer was cleared.
+ */
+export function clearSessionTimer(session: http2.Http2Session): boolean {
+  for (const key of Object.getOwnPropertySymbols(session)) {
+    if (key.description !== "timeout") continue;
+    const timer = (session as unknown as Record<symbol, unknown>)[key];
+    if (typeof (timer as Partial<NodeJS.Timeout> | null)?.refresh !== "function") return false;
+    clearTimeout(timer as NodeJS.Timeout);
+    return true;
+  }
+  return false;
 }
