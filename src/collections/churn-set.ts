@@ -42,11 +42,11 @@ export class ChurnSet<T> {
   }
 
   /** Iterates as a Set does; an iterator left unfinished keeps the set from being renewed. */
-  values(): Generator<T, undefined> {
+  values(): IterableIterator<T> {
     return this.#members.keys();
   }
 
-  [Symbol.iterator](): Generator<T, undefined> {
+  [Symbol.iterator](): IterableIterator<T> {
     return this.#members.keys();
   }
 }
