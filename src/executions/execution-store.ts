@@ -1,5 +1,6 @@
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { ChurnMap } from "../collections/churn-map.js";
+import { FifoIndex } from "../collections/fifo-index.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { resolvePageSize } from "../registry/page-token.js";
 import type { ExecutionRecord } from "./execution-record.js";
@@ -33,19 +34,10 @@ export class ExecutionStore {
   readonly maxRetained: number;
   readonly retentionMs: number;
   readonly maxRetainedBytes: number;
-  readonly #records = new ChurnMap<string, ExecutionRecord>();
-  /**
-   * Finished records in the order they finished (the eviction order), from `#finishedHead` on.
-   * An array with a moving head rather than a Map: a Map emptied from its front keeps the deleted
-   * entries until it is rehashed, and every walk from its start crosses them all.
-   */
-  #finished: (ExecutionRecord | undefined)[] = [];
-  #finishedHead = 0;
-  /**
-   * Records in `#finished`, evicted ones left out: a count, and a flag on each record, rather than
-   * a Set of ids (two hash operations fewer per run).
-   */
-  #finishedCount = 0;
+  /** Records of runs not yet finished (a small table: the runs in flight). */
+  readonly #live = new ChurnMap<string, ExecutionRecord>();
+  /** Finished records in the order they finished, which is the order they are evicted in. */
+  readonly #finished: FifoIndex<ExecutionRecord>;
   readonly #byIdempotencyKey = new ChurnMap<string, ExecutionRecord>();
   readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
   #finishedBytes = 0;
@@ -55,16 +47,19 @@ export class ExecutionStore {
     this.maxRetained = options.maxRetained ?? 10_000;
     this.retentionMs = options.retentionMs ?? 3_600_000;
     this.maxRetainedBytes = options.maxRetainedBytes ?? 256 * 1024 * 1024;
+    // A sixteenth of the count bound: a lookup tries at most about 17 chunks, and at most that
+    // many evicted ids linger (see FifoIndex).
+    this.#finished = new FifoIndex(Math.min(Math.max(64, Math.ceil(this.maxRetained / 16)), 65_536));
   }
 
   /** Records held now, live and finished. */
   get size(): number {
-    return this.#records.size;
+    return this.#live.size + this.#finished.size;
   }
 
   /** Finished records held now. */
   get finishedCount(): number {
-    return this.#finishedCount;
+    return this.#finished.size;
   }
 
   /** Bytes of events of the finished records held now. */
@@ -79,7 +74,7 @@ export class ExecutionStore {
 
   /** Adds the record of a new run, and tells the listeners of {@link onAdd}. */
   add(record: ExecutionRecord): void {
-    this.#records.set(record.id, record);
+    this.#live.set(record.id, record);
     if (record.init.idempotencyKey !== "") this.#byIdempotencyKey.set(idempotencyIndex(record), record);
     // Most servers have no listener (a WatchExecutions feed): no iterator is made for none.
     if (this.#addListeners.size > 0) for (const listener of this.#addListeners) listener(record);
@@ -93,7 +88,7 @@ export class ExecutionStore {
 
   /** The record of that id, or undefined when unknown or evicted. */
   get(id: string): ExecutionRecord | undefined {
-    return this.#records.get(id);
+    return this.#live.get(id) ?? this.#finished.get(id);
   }
 
   /** The retained record started by `caller` for `toolName` with that idempotency key. */
@@ -103,37 +98,30 @@ export class ExecutionStore {
 
   /** Records that a run ended, then evicts what the bounds no longer allow. */
   finished(record: ExecutionRecord): void {
-    if (record.retainedAsFinished || !this.#records.has(record.id)) return;
+    if (record.retainedAsFinished || this.#live.get(record.id) !== record) return;
+    this.#live.delete(record.id);
     this.#finished.push(record);
     record.retainedAsFinished = true;
     record.compact();
-    this.#finishedCount += 1;
     this.#finishedBytes += record.bytes;
     this.evict();
   }
 
   /** Evicts finished records past any bound: count, bytes, then age. */
   evict(now = Date.now()): void {
-    while (this.#finishedHead < this.#finished.length) {
-      const record = this.#finished[this.#finishedHead] as ExecutionRecord;
-      const tooMany = this.#finishedCount > this.maxRetained;
+    for (let record = this.#finished.oldest(); record !== undefined; record = this.#finished.oldest()) {
+      const tooMany = this.#finished.size > this.maxRetained;
       const tooLarge = this.#finishedBytes > this.maxRetainedBytes;
       const tooOld = now - (record.finishedAtMs ?? now) > this.retentionMs;
       if (!tooMany && !tooLarge && !tooOld) break;
-      this.#finished[this.#finishedHead] = undefined;
-      this.#finishedHead += 1;
+      this.#finished.shift();
       this.#remove(record);
-    }
-    // Drops the evicted slots once they are half the array.
-    if (this.#finishedHead > 1024 && this.#finishedHead * 2 > this.#finished.length) {
-      this.#finished = this.#finished.slice(this.#finishedHead);
-      this.#finishedHead = 0;
     }
   }
 
   /** Every live record. */
   live(): ExecutionRecord[] {
-    return [...this.#records.values()].filter((record) => record.isLive);
+    return [...this.#live.values()].filter((record) => record.isLive);
   }
 
   /**
@@ -143,7 +131,7 @@ export class ExecutionStore {
   list(query: ListExecutionsQuery): { records: ExecutionRecord[]; nextPageToken: string } {
     const pageSize = resolvePageSize(query.pageSize);
     const before = decodeToken(query.pageToken);
-    const matches = [...this.#records.values()]
+    const matches = [...this.#live.values(), ...this.#finished.values()]
       .filter((record) => record.init.ordinal < before)
       .filter((record) => query.toolName === "" || record.init.toolName === query.toolName)
       .filter((record) => query.state === ExecutionState.UNSPECIFIED || record.state === query.state)
@@ -161,8 +149,6 @@ export class ExecutionStore {
   }
 
   #remove(record: ExecutionRecord): void {
-    this.#records.delete(record.id);
-    this.#finishedCount -= 1;
     this.#finishedBytes -= record.bytes;
     this.#evicted += 1;
     if (record.init.idempotencyKey !== "" && this.#byIdempotencyKey.get(idempotencyIndex(record)) === record) {

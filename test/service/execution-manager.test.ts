@@ -418,4 +418,27 @@ describe("ExecutionManager under load", () => {
     expect(runtime.executions.get(ids.at(-1) as string).state).to.equal(ExecutionState.SUCCEEDED);
     close();
   });
+
+  it("finds every retained record and no evicted one, and lists exactly the retained ones, newest first", async () => {
+    // 100 retained: the store's index holds them in chunks of 64, so lookups and listings cross chunks.
+    const { start, runtime, close } = harness([defineTool({ name: "load.quick", handler: () => ({ ok: true }) })], {
+      maxRetained: 100,
+    });
+    const ids: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const records = Array.from({ length: 97 }, () => start("load.quick"));
+      await Promise.all(records.map((record) => record.done));
+      ids.push(...records.map((record) => record.id));
+    }
+    const store = runtime.executions.store;
+    expect(store.finishedCount).to.equal(100);
+    expect(store.size).to.equal(100);
+    const retained = ids.slice(-100);
+    for (const id of ids.slice(0, -100)) expect(store.get(id), id).to.equal(undefined);
+    for (const id of retained) expect(store.get(id)?.id).to.equal(id);
+    const page = store.list({ toolName: "", state: ExecutionState.UNSPECIFIED, pageSize: 100, pageToken: "" });
+    expect(page.records.map((record) => record.id)).to.deep.equal([...retained].reverse());
+    expect(page.nextPageToken).to.equal("");
+    close();
+  });
 });
