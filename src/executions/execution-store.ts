@@ -47,9 +47,7 @@ export class ExecutionStore {
     this.maxRetained = options.maxRetained ?? 10_000;
     this.retentionMs = options.retentionMs ?? 3_600_000;
     this.maxRetainedBytes = options.maxRetainedBytes ?? 256 * 1024 * 1024;
-    // A sixteenth of the count bound: a lookup tries at most about 17 chunks, and at most that
-    // many evicted ids linger (see FifoIndex).
-    this.#finished = new FifoIndex(Math.min(Math.max(64, Math.ceil(this.maxRetained / 16)), 65_536));
+    this.#finished = new FifoIndex(chunkSizeFor(this.maxRetained));
   }
 
   /** Records held now, live and finished. */
@@ -155,6 +153,17 @@ export class ExecutionStore {
       this.#byIdempotencyKey.delete(idempotencyIndex(record));
     }
   }
+}
+
+/**
+ * Chunk size of the finished records' index: a sixteenth of the count bound, at least 64 and at
+ * most 65,536. A lookup that finds nothing tries every chunk: about 17 up to a million retained
+ * runs, 153 at the largest bound the command line accepts (10,000,000). At most a chunk's worth of
+ * evicted ids linger (see FifoIndex). A bound that is not a number (NaN) gets the smallest chunks.
+ */
+function chunkSizeFor(maxRetained: number): number {
+  const sixteenth = Math.ceil(maxRetained / 16);
+  return sixteenth > 64 ? Math.min(sixteenth, 65_536) : 64;
 }
 
 function idempotencyIndex(record: ExecutionRecord): string {

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { FifoIndex } from "../../src/collections/fifo-index.js";
+import { ExecutionStore } from "../../src/executions/execution-store.js";
 
 /** A small deterministic generator, so that a failure replays. */
 function seededRandom(seed: number): () => number {
@@ -57,5 +58,15 @@ describe("FifoIndex", () => {
   it("refuses a chunk size that is not a positive integer", () => {
     expect(() => new FifoIndex<Item>(0)).to.throw(RangeError, "chunk size 0");
     expect(() => new FifoIndex<Item>(1.5)).to.throw(RangeError, "chunk size 1.5");
+  });
+});
+
+describe("ExecutionStore's index of finished runs", () => {
+  it("is made for any count bound an embedder passes: none, one, infinite, or not a number", () => {
+    for (const maxRetained of [0, 1, 10_000, 10_000_000, Number.POSITIVE_INFINITY, Number.NaN]) {
+      const store = new ExecutionStore({ maxRetained });
+      expect(store.size, String(maxRetained)).to.equal(0);
+      expect(store.get("unknown"), String(maxRetained)).to.equal(undefined);
+    }
   });
 });
