@@ -123,8 +123,6 @@ export class ExecutionRecord {
   #finishedAfterMs: number | undefined;
   decision: Decision | undefined;
   droppedEvents = 0;
-  /** Set by the ExecutionStore that keeps this record once its run ended (its bookkeeping). */
-  retainedAsFinished = false;
   #bytes = 0;
   #inputsDigest: string | undefined;
   /** Time spent in each state, in whole microseconds. */

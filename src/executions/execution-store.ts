@@ -96,10 +96,10 @@ export class ExecutionStore {
 
   /** Records that a run ended, then evicts what the bounds no longer allow. */
   finished(record: ExecutionRecord): void {
-    if (record.retainedAsFinished || this.#live.get(record.id) !== record) return;
+    // Once finished (or superseded by a record of the same id), a record is no longer the live one.
+    if (this.#live.get(record.id) !== record) return;
     this.#live.delete(record.id);
     this.#finished.push(record);
-    record.retainedAsFinished = true;
     record.compact();
     this.#finishedBytes += record.bytes;
     this.evict();
