@@ -399,17 +399,25 @@ describe("ExecutionManager under load", () => {
     close();
   });
 
-  it("keeps finished records within the count and byte bounds, and reports evicted ones as NOT_FOUND", async () => {
-    const { start, runtime, close } = harness([defineTool({ name: "load.quick", handler: () => ({ ok: true }) })], {
-      maxRetained: 200,
-      maxRetainedBytes: 100_000,
-    });
+  /** Runs `batches` batches of `size` quick runs, each batch ended before the next; their ids in order. */
+  async function quickRunIds(
+    start: (name: string) => ExecutionRecord,
+    batches: number,
+    size: number,
+  ): Promise<string[]> {
     const ids: string[] = [];
-    for (let batch = 0; batch < 20; batch++) {
-      const records = Array.from({ length: 100 }, () => start("load.quick"));
+    for (let batch = 0; batch < batches; batch++) {
+      const records = Array.from({ length: size }, () => start("load.quick"));
       await Promise.all(records.map((record) => record.done));
       ids.push(...records.map((record) => record.id));
     }
+    return ids;
+  }
+  const quickTool = (): DefinedTool[] => [defineTool({ name: "load.quick", handler: () => ({ ok: true }) })];
+
+  it("keeps finished records within the count and byte bounds, and reports evicted ones as NOT_FOUND", async () => {
+    const { start, runtime, close } = harness(quickTool(), { maxRetained: 200, maxRetainedBytes: 100_000 });
+    const ids = await quickRunIds(start, 20, 100);
     const store = runtime.executions.store;
     expect(store.finishedCount).to.be.at.most(200);
     expect(store.finishedBytes).to.be.at.most(100_000);
@@ -421,15 +429,8 @@ describe("ExecutionManager under load", () => {
 
   it("finds every retained record and no evicted one, and lists exactly the retained ones, newest first", async () => {
     // 100 retained: the store's index holds them in chunks of 64, so lookups and listings cross chunks.
-    const { start, runtime, close } = harness([defineTool({ name: "load.quick", handler: () => ({ ok: true }) })], {
-      maxRetained: 100,
-    });
-    const ids: string[] = [];
-    for (let batch = 0; batch < 10; batch++) {
-      const records = Array.from({ length: 97 }, () => start("load.quick"));
-      await Promise.all(records.map((record) => record.done));
-      ids.push(...records.map((record) => record.id));
-    }
+    const { start, runtime, close } = harness(quickTool(), { maxRetained: 100 });
+    const ids = await quickRunIds(start, 10, 97);
     const store = runtime.executions.store;
     expect(store.finishedCount).to.equal(100);
     expect(store.size).to.equal(100);
