@@ -372,7 +372,7 @@ const options: readonly OptionSpec[] = [
     fallback: defaultMaxPending,
     min: 1,
     max: 1_000_000,
-    text: "specs a registry past --pack-specs-above leaves unpacked while registrations come without a 200 ms pause (they are packed in the pause); past that, each registration packs the oldest one: memory stays bounded during a long import, for about 80 µs more of the server's time per registration past it (the pack, and collecting the spec it lets go)",
+    text: "specs a registry past --pack-specs-above leaves unpacked while registrations come without a 200 ms pause (they are packed in the pause, on a worker thread); past that, the oldest go to that thread in batches of 256, or are packed on the event loop one per registration should it fall behind: memory stays bounded during a long import",
   },
   {
     key: "mcpPageSize",

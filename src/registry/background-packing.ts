@@ -1,58 +1,87 @@
 import { performance } from "node:perf_hooks";
+import { specPackingWorker, type OffThreadPacker, type PackingJob } from "./spec-packing-worker.js";
 
 /** Something whose memory can be made smaller later (see RegistryEntry.pack). */
 export interface Packable {
-  /** Does the work; returns whether there was any. */
+  /** Does the work here, now; returns whether there was any. */
   pack(): boolean;
+  /** What packing it elsewhere needs, or undefined when there is nothing to pack. */
+  packingJob(): PackingJob | undefined;
+  /** Takes the packed form made elsewhere from its job (nothing if it was packed meanwhile). */
+  adoptPacked(packed: string): void;
 }
 
 /** How long registrations must pause before packing starts, in milliseconds. */
 export const quietMs = 200;
-/** Longest slice of packing in one turn of the event loop, in milliseconds. */
+/** Longest slice of packing on the event loop in one turn, in milliseconds (when there is no packing thread). */
 const sliceMs = 4;
+/** Entries in one batch for the packing thread: about 7 ms of its time, 1 ms of the event loop's (encoding them). */
+export const batchSize = 256;
+/** Batches at the packing thread at once; past them, an entry over the bound is packed on the event loop. */
+export const maxBatchesInFlight = 4;
 /**
  * Most entries of one registry left unpacked while registrations go on: a guard on memory for the
  * longest imports, not a way to save work. Packing in a pause costs less in all than packing as
  * registrations come (20,000 registrations and the packing after them: 3.3–4.0 s of server CPU
  * with no bound, 3.9–5.0 s with a bound of 8,192, whose registrations past it ran at about 0.7×
- * the rate). An unpacked spec of a 1 KiB schema holds about 1.1 KB of heap more than its packed
- * form (twice that with the bytes its schemas were read from, kept for the packer: see
- * struct-echo.ts), so waiting costs a registry about 36–72 MB of heap at most; without a bound,
- * 100,000 registrations without a pause of {@link quietMs} held every spec unpacked (600 MB of RSS
- * at their end, against 223 MB once packed).
+ * the rate when packing was on the event loop). An unpacked spec of a 1 KiB schema holds about
+ * 1.1 KB of heap more than its packed form (twice that with the bytes its schemas were read from,
+ * kept for the packer: see struct-echo.ts), so waiting costs a registry about 36–72 MB of heap at
+ * most; without a bound, 100,000 registrations without a pause of {@link quietMs} held every spec
+ * unpacked (600 MB of RSS at their end, against 223 MB once packed).
  */
 export const defaultMaxPending = 32_768;
 
 /**
- * Packs specs after a burst of registrations rather than in it: a spec costs tens of microseconds
- * to pack (zlib's setup per call is most of it), a quarter of a registration's time. Entries wait
- * here, unpacked, until no registration came for {@link quietMs}; they are then packed in slices of
- * at most {@link sliceMs}, each in its own turn, so calls arriving meanwhile wait no longer than a
- * slice, and packing stops at the end of a slice when a registration came meanwhile (it waits for
- * the next pause). Registrations that never pause pack too, one entry each once more than
- * `maxPending` wait: memory stays bounded, at the price of a pack per registration past the bound.
- * The timers never keep the process alive.
+ * Packs specs after a burst of registrations rather than in it, on the packing thread (see
+ * SpecPackingWorker): a spec costs tens of microseconds to pack (zlib's setup per call is most of
+ * it), a quarter of a registration's time. Entries wait here, unpacked, until no registration came
+ * for {@link quietMs}; they then go to the thread in batches, and the next batch goes when one comes
+ * back and registrations are still paused (else after the next pause). Registrations that never
+ * pause pack too: once more than `maxPending` wait, the oldest {@link batchSize} go to the thread,
+ * so that memory stays bounded (at most `maxPending` waiting here and {@link maxBatchesInFlight}
+ * batches there); should the thread fall that far behind, the oldest entry is packed at once here.
+ *
+ * With no packing thread (none given, or it failed), packing is done here: in slices of at most
+ * {@link sliceMs}, each in its own turn, so calls arriving meanwhile wait no longer than a slice,
+ * stopping at the end of a slice when a registration came meanwhile; past the bound, one entry at
+ * each add. The timers never keep the process alive.
  */
 export class BackgroundPacking {
   readonly #maxPending: number;
+  #offThread: OffThreadPacker | null;
   #queue: (Packable | undefined)[] = [];
   #head = 0;
   #lastAddedAt = 0;
   #timer: NodeJS.Timeout | undefined;
   /** Set while {@link refill} runs: nothing is packed at once. */
   #refilling = false;
+  /** Batches at the packing thread; {@link drain} packs their entries here. */
+  readonly #inFlight = new Set<Packable[]>();
+  #whenSettled: (() => void)[] = [];
 
-  /** @param maxPending most entries left waiting; each add beyond packs the oldest at once */
-  constructor(maxPending = defaultMaxPending) {
+  /**
+   * @param maxPending most entries left waiting; past it the oldest are packed (see the class comment)
+   * @param offThread where batches are packed; `null` packs on the event loop
+   */
+  constructor(maxPending = defaultMaxPending, offThread: OffThreadPacker | null = specPackingWorker) {
     // At least one waits: a spec packed before its registration is answered would be unpacked again
     // by the first watcher's event or read of it.
     if (!(maxPending >= 1)) throw new RangeError(`maxPending is ${maxPending}: it must be 1 or more`);
     this.#maxPending = maxPending;
+    this.#offThread = offThread;
   }
 
-  /** Entries waiting to be packed. */
+  /** Entries waiting to be packed, not counting those at the packing thread. */
   get pending(): number {
     return this.#queue.length - this.#head;
+  }
+
+  /** Entries at the packing thread. */
+  get inFlight(): number {
+    let entries = 0;
+    for (const batch of this.#inFlight) entries += batch.length;
+    return entries;
   }
 
   /** Slots of the queue, the packed ones not yet dropped included (for tests of its compaction). */
@@ -60,11 +89,20 @@ export class BackgroundPacking {
     return this.#queue.length;
   }
 
-  /** Queues an entry. Past the bound, the oldest waiting entry is packed at once (but see {@link refill}). */
+  /** Resolves once no batch is at the packing thread (at once if none is). */
+  settled(): Promise<void> {
+    if (this.#inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#whenSettled.push(resolve));
+  }
+
+  /** Queues an entry. Past the bound, the oldest waiting are packed (but see {@link refill}). */
   add(entry: Packable): void {
     this.#queue.push(entry);
     this.#lastAddedAt = performance.now();
-    if (!this.#refilling && this.#queue.length - this.#head > this.#maxPending) this.#packNext();
+    if (!this.#refilling && this.pending > this.#maxPending) {
+      if (this.#offThread && this.#inFlight.size < maxBatchesInFlight) this.#sendBatch(this.#offThread);
+      else this.#packNext();
+    }
     // The packed head is dropped once it is half the queue, so that a queue that never empties
     // (registrations that never pause) does not grow.
     if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
@@ -93,13 +131,16 @@ export class BackgroundPacking {
   clear(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#forgetInFlight();
     this.#reset();
   }
 
-  /** Packs everything waiting, now. */
+  /** Packs everything waiting, now, here: the entries at the packing thread too (its answer is then dropped). */
   drain(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    for (const batch of this.#inFlight) for (const entry of batch) entry.pack();
+    this.#forgetInFlight();
     while (this.#head < this.#queue.length) this.#packNext();
     this.#reset();
   }
@@ -111,6 +152,11 @@ export class BackgroundPacking {
       this.#timer = setTimeout(this.#run, quietMs - quietFor).unref();
       return;
     }
+    if (this.#offThread) {
+      // Each batch's answer sends the next while registrations stay paused (see #answered).
+      while (this.pending > 0 && this.#inFlight.size < maxBatchesInFlight) this.#sendBatch(this.#offThread);
+      return;
+    }
     const sliceEnd = performance.now() + sliceMs;
     while (this.#head < this.#queue.length && performance.now() < sliceEnd) this.#packNext();
     // The next slice comes at once, or after the next pause if a registration came meanwhile.
@@ -118,10 +164,62 @@ export class BackgroundPacking {
     else this.#reset();
   };
 
+  /** Sends the oldest waiting entries, up to a batch, to the packing thread. */
+  #sendBatch(offThread: OffThreadPacker): void {
+    const batch: Packable[] = [];
+    const jobs: PackingJob[] = [];
+    while (jobs.length < batchSize && this.#head < this.#queue.length) {
+      const entry = this.#queue[this.#head] as Packable;
+      this.#queue[this.#head++] = undefined;
+      const job = entry.packingJob();
+      if (!job) continue;
+      batch.push(entry);
+      jobs.push(job);
+    }
+    if (batch.length === 0) return;
+    this.#inFlight.add(batch);
+    offThread.packAll(jobs).then(
+      (packed) => {
+        // A batch let go meanwhile (drain packed it, clear dropped it) takes nothing.
+        if (this.#inFlight.has(batch))
+          for (const [index, entry] of batch.entries()) entry.adoptPacked(packed[index] as string);
+        this.#answered(batch);
+      },
+      () => {
+        // The thread failed (it warned why): this batch and the rest are packed here from now on.
+        this.#offThread = null;
+        if (this.#inFlight.has(batch)) this.#queue.splice(this.#head, 0, ...batch);
+        this.#answered(batch);
+      },
+    );
+  }
+
+  #answered(batch: Packable[]): void {
+    if (this.#inFlight.delete(batch) && this.#inFlight.size === 0) this.#settle();
+    if (this.pending === 0 || this.#timer) return;
+    // More waiting: on while registrations are paused, else after the next pause.
+    const quietFor = performance.now() - this.#lastAddedAt;
+    if (quietFor >= quietMs && this.#offThread) this.#sendBatch(this.#offThread);
+    else this.#timer = setTimeout(this.#run, Math.max(0, quietMs - quietFor)).unref();
+  }
+
   #packNext(): void {
     const entry = this.#queue[this.#head] as Packable;
     this.#queue[this.#head++] = undefined;
     entry.pack();
+  }
+
+  /** Lets go of the batches at the packing thread: their answers, when they come, change nothing. */
+  #forgetInFlight(): void {
+    if (this.#inFlight.size === 0) return;
+    this.#inFlight.clear();
+    this.#settle();
+  }
+
+  #settle(): void {
+    const settled = this.#whenSettled;
+    this.#whenSettled = [];
+    for (const resolve of settled) resolve();
   }
 
   #reset(): void {

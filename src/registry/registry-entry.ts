@@ -4,6 +4,7 @@ import { echoStructFieldsOf } from "../codec/struct-echo.js";
 import type { SchemaCheck } from "../json/schema-validator.js";
 import { lazySchemaCheck } from "./lazy-schema-check.js";
 import type { SpecPacker } from "./spec-packer.js";
+import type { PackingJob } from "./spec-packing-worker.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
 
 // A spec's schemas are never changed once decoded (a registry's specs are shared with every
@@ -63,6 +64,18 @@ export class RegistryEntry implements RegisteredTool {
     this.#packed = (this.#packer as SpecPacker).pack(this.#spec as ToolSpec);
     this.#spec = undefined;
     return true;
+  }
+
+  /** What packing the spec on the packing thread needs, if {@link pack} would pack it. */
+  packingJob(): PackingJob | undefined {
+    return this.packable ? (this.#packer as SpecPacker).jobFor(this.#spec as ToolSpec) : undefined;
+  }
+
+  /** Takes the packed form of this entry's {@link packingJob}, unless packed meanwhile; lets go of the spec. */
+  adoptPacked(packed: string): void {
+    if (!this.packable) return;
+    this.#packed = packed;
+    this.#spec = undefined;
   }
 
   /** The same tool with another handler (or none), unpacked, with this one's packer. */

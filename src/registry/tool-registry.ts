@@ -25,15 +25,15 @@ export interface ToolRegistryOptions {
   /**
    * Past this many tools, the specs of tools without a handler here are kept packed (see
    * SpecPacker and RegistryEntry): under half the memory, for tens of microseconds of packing each
-   * (in the background, once registrations pause) and for reading a spec not read lately.
+   * (on the packing thread, once registrations pause) and for reading a spec not read lately.
    * Default 1,000; Infinity never packs.
    */
   readonly packSpecsAbove?: number;
   /**
    * Most specs waiting to be packed while registrations come without a pause (see
-   * BackgroundPacking): past it, each registration packs the oldest one, so that memory stays
-   * bounded during a long import at the price of a pack per registration. Default 32,768; at
-   * least 1.
+   * BackgroundPacking): past it, the oldest go to the packing thread in batches (or, should it fall
+   * behind or fail, each registration packs the oldest one at once), so that memory stays bounded
+   * during a long import. Default 32,768; at least 1.
    */
   readonly maxSpecsWaitingToPack?: number;
 }
@@ -380,6 +380,11 @@ export class ToolRegistry {
    */
   packPending(): void {
     this.#packing.drain();
+  }
+
+  /** Resolves once no spec of this registry is at the packing thread (for tests and benchmarks). */
+  packingSettled(): Promise<void> {
+    return this.#packing.settled();
   }
 
   /** A new entry, queued for packing when the registry is past its threshold. */
