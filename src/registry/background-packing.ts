@@ -11,6 +11,12 @@ export interface Packable {
   adoptPacked(packed: string): void;
 }
 
+/** Entries sent to the packing thread together; `current` until let go (drained, cleared, refused). */
+interface Batch {
+  readonly entries: Packable[];
+  current: boolean;
+}
+
 /** How long registrations must pause before packing starts, in milliseconds. */
 export const quietMs = 200;
 /** Longest slice of packing on the event loop in one turn, in milliseconds (when there is no packing thread). */
@@ -40,11 +46,14 @@ export const defaultMaxPending = 32_768;
  * back and registrations are still paused (else after the next pause). Registrations that never
  * pause pack too: once more than `maxPending` wait, the oldest {@link batchSize} go to the thread,
  * so that memory stays bounded (at most `maxPending` waiting here and {@link maxBatchesInFlight}
- * batches there); should the thread fall that far behind, the oldest entry is packed at once here.
+ * batches there, batches let go by {@link clear} or {@link drain} included until the thread answers
+ * them); should the thread fall that far behind, the oldest are packed at once here. A batch the
+ * thread refuses waits here again, in its place; once the thread failed for good, everything is
+ * packed here.
  *
  * With no packing thread (none given, or it failed), packing is done here: in slices of at most
  * {@link sliceMs}, each in its own turn, so calls arriving meanwhile wait no longer than a slice,
- * stopping at the end of a slice when a registration came meanwhile; past the bound, one entry at
+ * stopping at the end of a slice when a registration came meanwhile; past the bound, the oldest at
  * each add. The timers never keep the process alive.
  */
 export class BackgroundPacking {
@@ -56,8 +65,8 @@ export class BackgroundPacking {
   #timer: NodeJS.Timeout | undefined;
   /** Set while {@link refill} runs: nothing is packed at once. */
   #refilling = false;
-  /** Batches at the packing thread; {@link drain} packs their entries here. */
-  readonly #inFlight = new Set<Packable[]>();
+  /** Batches at the packing thread, in the order sent, until it answers each. */
+  readonly #inFlight = new Set<Batch>();
   #whenSettled: (() => void)[] = [];
 
   /**
@@ -77,10 +86,10 @@ export class BackgroundPacking {
     return this.#queue.length - this.#head;
   }
 
-  /** Entries at the packing thread. */
+  /** Entries at the packing thread, those of batches let go included, until it answers them. */
   get inFlight(): number {
     let entries = 0;
-    for (const batch of this.#inFlight) entries += batch.length;
+    for (const batch of this.#inFlight) entries += batch.entries.length;
     return entries;
   }
 
@@ -89,7 +98,10 @@ export class BackgroundPacking {
     return this.#queue.length;
   }
 
-  /** Resolves once no batch is at the packing thread (at once if none is). */
+  /**
+   * Resolves once no batch is at the packing thread (at once if none is): entries may still wait
+   * here, and a batch may go to the thread right after (for tests and benchmarks).
+   */
   settled(): Promise<void> {
     if (this.#inFlight.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#whenSettled.push(resolve));
@@ -101,7 +113,8 @@ export class BackgroundPacking {
     this.#lastAddedAt = performance.now();
     if (!this.#refilling && this.pending > this.#maxPending) {
       if (this.#offThread && this.#inFlight.size < maxBatchesInFlight) this.#sendBatch(this.#offThread);
-      else this.#packNext();
+      // More than one over only after the thread refused batches, which wait here again.
+      else while (this.pending > this.#maxPending) this.#packNext();
     }
     // The packed head is dropped once it is half the queue, so that a queue that never empties
     // (registrations that never pause) does not grow.
@@ -131,7 +144,7 @@ export class BackgroundPacking {
   clear(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#forgetInFlight();
+    this.#letGoOfInFlight();
     this.#reset();
   }
 
@@ -139,8 +152,8 @@ export class BackgroundPacking {
   drain(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    for (const batch of this.#inFlight) for (const entry of batch) entry.pack();
-    this.#forgetInFlight();
+    for (const batch of this.#inFlight) if (batch.current) for (const entry of batch.entries) entry.pack();
+    this.#letGoOfInFlight();
     while (this.#head < this.#queue.length) this.#packNext();
     this.#reset();
   }
@@ -166,35 +179,48 @@ export class BackgroundPacking {
 
   /** Sends the oldest waiting entries, up to a batch, to the packing thread. */
   #sendBatch(offThread: OffThreadPacker): void {
-    const batch: Packable[] = [];
+    const batch: Batch = { entries: [], current: true };
     const jobs: PackingJob[] = [];
     while (jobs.length < batchSize && this.#head < this.#queue.length) {
       const entry = this.#queue[this.#head] as Packable;
       this.#queue[this.#head++] = undefined;
       const job = entry.packingJob();
       if (!job) continue;
-      batch.push(entry);
+      batch.entries.push(entry);
       jobs.push(job);
     }
-    if (batch.length === 0) return;
+    if (jobs.length === 0) return;
     this.#inFlight.add(batch);
     offThread.packAll(jobs).then(
       (packed) => {
         // A batch let go meanwhile (drain packed it, clear dropped it) takes nothing.
-        if (this.#inFlight.has(batch))
-          for (const [index, entry] of batch.entries()) entry.adoptPacked(packed[index] as string);
+        if (batch.current)
+          for (const [index, entry] of batch.entries.entries()) entry.adoptPacked(packed[index] as string);
         this.#answered(batch);
       },
       () => {
-        // The thread failed (it warned why): this batch and the rest are packed here from now on.
-        this.#offThread = null;
-        if (this.#inFlight.has(batch)) this.#queue.splice(this.#head, 0, ...batch);
+        if (offThread.failure) this.#offThread = null; // for good (it warned why): packed here from now on
+        this.#requeueRefused();
         this.#answered(batch);
       },
     );
   }
 
-  #answered(batch: Packable[]): void {
+  /**
+   * Puts the entries of every batch still current back at the head of the queue, oldest first: a
+   * refusal refuses every batch at the thread, and the first refusal's turn takes them all.
+   */
+  #requeueRefused(): void {
+    const refused: Packable[] = [];
+    for (const batch of this.#inFlight) {
+      if (!batch.current) continue;
+      batch.current = false;
+      refused.push(...batch.entries);
+    }
+    if (refused.length > 0) this.#queue.splice(this.#head, 0, ...refused);
+  }
+
+  #answered(batch: Batch): void {
     if (this.#inFlight.delete(batch) && this.#inFlight.size === 0) this.#settle();
     if (this.pending === 0 || this.#timer) return;
     // More waiting: on while registrations are paused, else after the next pause.
@@ -209,11 +235,12 @@ export class BackgroundPacking {
     entry.pack();
   }
 
-  /** Lets go of the batches at the packing thread: their answers, when they come, change nothing. */
-  #forgetInFlight(): void {
-    if (this.#inFlight.size === 0) return;
-    this.#inFlight.clear();
-    this.#settle();
+  /**
+   * Lets go of the batches at the packing thread: their answers, when they come, change nothing.
+   * They still count against {@link maxBatchesInFlight} until then (the thread still works on them).
+   */
+  #letGoOfInFlight(): void {
+    for (const batch of this.#inFlight) batch.current = false;
   }
 
   #settle(): void {

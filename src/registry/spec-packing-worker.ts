@@ -9,8 +9,10 @@ export interface PackingJob {
 
 /** Packs specs away from the event loop (see BackgroundPacking). */
 export interface OffThreadPacker {
-  /** The jobs' packed forms, in their order; rejects when the packing thread failed. */
+  /** The jobs' packed forms, in their order; rejects when the packing thread failed or was stopped. */
   packAll(jobs: readonly PackingJob[]): Promise<string[]>;
+  /** Set once packing there stopped for good: every batch is refused from then on. */
+  readonly failure: Error | undefined;
 }
 
 export interface SpecPackingWorkerOptions {
@@ -31,9 +33,10 @@ const packingThreadScript = new URL("./spec-packing-thread.js", import.meta.url)
  * Deflates batches of specs on a worker thread, so that packing a large registry (about 29 µs a
  * spec, mostly zlib's setup per call) takes no time from the event loop: during a long import past
  * the bound on waiting specs, and after any burst of registrations. The thread starts with the first
- * batch and ends when it has had none for a while (its isolate holds about 10 MB); it never keeps the
- * process alive. Should it fail (it could not start, or died), every batch in flight and every later
- * one is refused with the reason, once warned of, and the registries pack on the event loop again.
+ * batch and ends when it has had none for a while (its isolate holds about 10 MB); it keeps the
+ * process alive only while a batch is at it, as any pending I/O would. Should it fail (it could not
+ * start, or died), every batch in flight and every later one is refused with the reason, once warned
+ * of, and the registries pack on the event loop again.
  */
 export class SpecPackingWorker implements OffThreadPacker {
   readonly #script: URL;
@@ -71,6 +74,7 @@ export class SpecPackingWorker implements OffThreadPacker {
     }
     clearTimeout(this.#idleTimer);
     this.#idleTimer = undefined;
+    if (this.#waiting.size === 0) worker.ref();
     return new Promise<string[]>((resolve, reject) => {
       this.#waiting.set(request.id, { resolve, reject });
       worker.postMessage(request, transfer);
@@ -113,8 +117,9 @@ export class SpecPackingWorker implements OffThreadPacker {
 
   #started(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(this.#script);
-    worker.unref();
+    // None of the process's own Node options: the thread needs none, and some refuse to start a
+    // worker (--input-type, say, for a process started with -e).
+    const worker = new Worker(this.#script, { execArgv: [] });
     worker.on("message", (reply: PackReply) => this.#answer(reply));
     worker.on("error", (error) => {
       if (this.#worker === worker) this.#fail(error);
@@ -123,6 +128,9 @@ export class SpecPackingWorker implements OffThreadPacker {
       // An exit of our own making (idle, stop) has already let go of the worker.
       if (this.#worker === worker) this.#fail(new Error(`the spec packing thread exited with code ${code}`));
     });
+    // Unreferenced once its listeners are on (a "message" listener references it again); packAll
+    // references it while a batch is at it.
+    worker.unref();
     this.#worker = worker;
     return worker;
   }
@@ -131,7 +139,10 @@ export class SpecPackingWorker implements OffThreadPacker {
     const waiter = this.#waiting.get(reply.id);
     this.#waiting.delete(reply.id);
     waiter?.resolve([...reply.packed]);
-    if (this.#waiting.size === 0) this.#idleTimer = setTimeout(this.#endIdle, this.#idleMs).unref();
+    if (this.#waiting.size === 0) {
+      this.#worker?.unref();
+      this.#idleTimer = setTimeout(this.#endIdle, this.#idleMs).unref();
+    }
   }
 
   readonly #endIdle = (): void => {

@@ -34,7 +34,11 @@ class TestEntry implements Packable {
       : undefined;
   }
 
+  /** Times a packed form made elsewhere was handed to this entry. */
+  adoptions = 0;
+
   adoptPacked(packed: string): void {
+    this.adoptions++;
     if (this.packedAs === undefined) this.packedAs = packed;
   }
 }
@@ -45,18 +49,28 @@ function entries(count: number, packed: number[], times: number[] = [], work?: (
   return Array.from({ length: count }, (_, index) => new TestEntry(index, packed, times, work));
 }
 
-/** A packing thread the test answers by hand: each batch waits in `batches` until answered or failed. */
+/**
+ * A packing thread the test answers by hand: each batch waits in `batches` until answered or
+ * refused; `fail` refuses every batch at it for good, as SpecPackingWorker does when its thread dies.
+ */
 class HandPacker implements OffThreadPacker {
-  readonly batches: { jobs: readonly PackingJob[]; answer: () => void; fail: () => void }[] = [];
+  readonly batches: { jobs: readonly PackingJob[]; answer: () => void; refuse: () => void }[] = [];
+  failure: Error | undefined;
 
   packAll(jobs: readonly PackingJob[]): Promise<string[]> {
+    if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       this.batches.push({
         jobs,
         answer: () => resolve(jobs.map((job) => `there ${(job.bytes[0] ?? 0) + 256 * (job.bytes[1] ?? 0)}`)),
-        fail: () => reject(new Error("the thread failed")),
+        refuse: () => reject(new Error("the thread was stopped")),
       });
     });
+  }
+
+  fail(): void {
+    this.failure = new Error("the thread failed");
+    for (const batch of this.batches) batch.refuse();
   }
 
   /** The entry indices of batch `number`. */
@@ -205,8 +219,8 @@ describe("background packing", () => {
       );
       // A registration now: the next answer sends nothing until the next pause.
       const late = new TestEntry(count, packed);
-      packing.add(late);
       const lateAt = performance.now();
+      packing.add(late);
       thread.batches[1]?.answer();
       await until(() => thread.batches.length === maxBatchesInFlight + 2);
       expect(performance.now()).to.be.at.least(lateAt + quietMs - 1);
@@ -219,7 +233,7 @@ describe("background packing", () => {
       expect(packed, "nothing packed on the event loop").to.deep.equal([]);
     });
 
-    it("drains the entries at the thread too, and its late answer changes none", async () => {
+    it("drains the entries at the thread too; they count against its batches until it answers, and its answer changes none", async () => {
       const packed: number[] = [];
       const thread = new HandPacker();
       const packing = new BackgroundPacking(5, thread);
@@ -230,29 +244,80 @@ describe("background packing", () => {
       expect(packing.pending).to.equal(2);
       packing.drain();
       expect([...packed].sort((a, b) => a - b)).to.deep.equal(range(0, 20));
-      expect(packing.inFlight).to.equal(0);
-      await packing.settled();
-      for (const batch of thread.batches) batch.answer();
+      expect(packing.inFlight).to.equal(18);
+      let settled = false;
+      const whenSettled = packing.settled().then(() => (settled = true));
+      for (const entry of entries(6, packed).map((entry) => new TestEntry(entry.index + 100, packed)))
+        packing.add(entry);
+      // Three batches at the thread, still: the fourth goes, and nothing more.
+      expect(thread.batches).to.have.length(maxBatchesInFlight);
       await new Promise((resolve) => setImmediate(resolve));
-      expect(added.every((entry) => entry.packedAs === `here ${entry.index}`)).to.equal(true);
+      expect(settled).to.equal(false);
+      for (const batch of thread.batches) batch.answer();
+      await whenSettled;
+      expect(packing.inFlight).to.equal(0);
+      expect(added.every((entry) => entry.packedAs === `here ${entry.index}` && entry.adoptions === 0)).to.equal(true);
+      packing.clear();
     });
 
-    it("packs on the event loop from the thread's failure on, the failed batch included, in order", async () => {
+    it("lets go of the batches at the thread when cleared: their answer changes none, and they count until it comes", async () => {
       const packed: number[] = [];
       const thread = new HandPacker();
-      const packing = new BackgroundPacking(5, thread);
-      const added = entries(11, packed);
+      const packing = new BackgroundPacking(3, thread);
+      const dropped = entries(4 * maxBatchesInFlight, packed);
+      for (const entry of dropped) packing.add(entry);
+      expect(thread.batches).to.have.length(maxBatchesInFlight);
+      packing.clear();
+      expect(packing.pending).to.equal(0);
+      // The thread is still busy with every batch: entries past the bound are packed here.
+      const added = entries(5, packed).map((entry) => new TestEntry(entry.index + 100, packed));
       for (const entry of added) packing.add(entry);
-      expect(thread.indicesOf(0)).to.deep.equal(range(0, 6));
-      thread.batches[0]?.fail();
+      expect(thread.batches).to.have.length(maxBatchesInFlight);
+      expect(packed).to.deep.equal([100, 101]);
+      for (const batch of thread.batches) batch.answer();
       await packing.settled();
-      // The failed batch waits again, oldest first; the next add past the bound packs the oldest here.
-      expect(packing.pending).to.equal(11);
-      packing.add(new TestEntry(11, packed));
-      expect(packed).to.deep.equal([0]);
-      expect(thread.batches).to.have.length(1);
-      await until(() => packed.length === 12);
-      expect(packed).to.deep.equal(range(0, 12));
+      expect(dropped.every((entry) => entry.packedAs === undefined && entry.adoptions === 0)).to.equal(true);
+      packing.clear();
+    });
+
+    it("packs on the event loop from the thread's failure on, every refused batch included, oldest first", async () => {
+      const packed: number[] = [];
+      const thread = new HandPacker();
+      const packing = new BackgroundPacking(3, thread);
+      for (const entry of entries(3 + 3 * 4, packed)) packing.add(entry);
+      expect(thread.batches.map((_, number) => thread.indicesOf(number))).to.deep.equal([
+        range(0, 4),
+        range(4, 8),
+        range(8, 12),
+      ]);
+      thread.fail();
+      await packing.settled();
+      // The refused batches wait again, in their place, before the three that never went.
+      expect(packing.pending).to.equal(15);
+      // The next add brings the queue back to its bound here, oldest first.
+      packing.add(new TestEntry(15, packed));
+      expect(packed).to.deep.equal(range(0, 13));
+      expect(packing.pending).to.equal(3);
+      expect(thread.batches).to.have.length(3);
+      await until(() => packed.length === 16);
+      expect(packed).to.deep.equal(range(0, 16));
+    });
+
+    it("sends a batch the thread refused without failing (it was stopped) again at the next pause", async () => {
+      const packed: number[] = [];
+      const thread = new HandPacker();
+      const packing = new BackgroundPacking(3, thread);
+      const added = entries(4, packed);
+      for (const entry of added) packing.add(entry);
+      thread.batches[0]?.refuse();
+      await packing.settled();
+      expect(packing.pending).to.equal(4);
+      await until(() => thread.batches.length === 2);
+      expect(thread.indicesOf(1)).to.deep.equal(range(0, 4));
+      thread.batches[1]?.answer();
+      await packing.settled();
+      expect(added.map((entry) => entry.packedAs)).to.deep.equal(range(0, 4).map((index) => `there ${index}`));
+      expect(packed).to.deep.equal([]);
     });
   });
 });

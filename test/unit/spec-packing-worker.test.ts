@@ -1,5 +1,7 @@
 import { create, equals } from "@bufbuild/protobuf";
 import { expect } from "chai";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { SpecPacker } from "../../src/registry/spec-packer.js";
 import { SpecPackingWorker } from "../../src/registry/spec-packing-worker.js";
@@ -80,6 +82,28 @@ describe("spec packing worker", () => {
     const [packed] = await worker.packAll([packer.jobFor(specFor(3, "stop"))]);
     expect(packed).to.equal(packer.pack(specFor(3, "stop")));
     await worker.stop();
+  });
+
+  it("keeps a process alive while a batch is at its thread, and not while the thread is idle", async () => {
+    // A process whose only work is one batch: it must print the packed form (kept alive for the
+    // answer), then exit on its own although the thread would idle for a minute.
+    const script = `
+      import { create } from "@bufbuild/protobuf";
+      import { ToolSpecSchema } from ${JSON.stringify(new URL("../../gen/toolruntime/v1/tool_pb.js", import.meta.url).href)};
+      import { SpecPacker } from ${JSON.stringify(new URL("../../src/registry/spec-packer.js", import.meta.url).href)};
+      import { SpecPackingWorker } from ${JSON.stringify(new URL("../../src/registry/spec-packing-worker.js", import.meta.url).href)};
+      const spec = create(ToolSpecSchema, { name: "alive.tool", description: "kept alive" });
+      const packer = SpecPacker.fromSamples([spec]);
+      const [packed] = await new SpecPackingWorker({ idleMs: 60_000 }).packAll([packer.jobFor(spec)]);
+      console.log(packed === packer.pack(spec) ? "packed" : "different");
+    `;
+    const started = performance.now();
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: new URL("../../..", import.meta.url),
+      timeout: 30_000,
+    });
+    expect(stdout.trim()).to.equal("packed");
+    expect(performance.now() - started).to.be.below(30_000);
   });
 
   for (const [script, reason] of [
