@@ -1,4 +1,5 @@
 import { pino } from "pino";
+import { collectInLulls } from "./async/lull-collection.js";
 import { helpText, readConfig, type ServerConfig } from "./config.js";
 import { loadToolModule } from "./load-tools.js";
 import { startServer } from "./server/tool-runtime-server.js";
@@ -72,6 +73,9 @@ async function main(): Promise<void> {
       trustIdempotent: config.mcpTrustIdempotent,
     },
   });
+  // Full collections in lulls of the load rather than in the middle of a burst (with --expose-gc,
+  // which npm start and the toolruntime executable pass).
+  collectInLulls();
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
     `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  console:         ${server.httpUrl}/console/\n  tools:           ${names}\n` +
