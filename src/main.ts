@@ -73,8 +73,8 @@ async function main(): Promise<void> {
       trustIdempotent: config.mcpTrustIdempotent,
     },
   });
-  // Full collections in lulls of the load rather than in the middle of a burst (with --expose-gc,
-  // which npm start and the toolruntime executable pass).
+  // Full collections in the lull after a burst rather than in the middle of the next one (with
+  // --expose-gc, which npm start and the toolruntime executable pass).
   collectInLulls();
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(

@@ -2,14 +2,18 @@ import { constants, performance, PerformanceObserver, type EventLoopUtilization 
 import v8 from "node:v8";
 
 /** V8's `gc` function as `--expose-gc` exposes it, with the options used here. */
-type ExposedGc = (options: { type: "major"; execution: "async" }) => void;
+type ExposedGc = (options: { type: "major"; execution: "async" }) => unknown;
 
 export interface LullCollectionOptions {
   /** How often the event loop's utilization is read, in milliseconds (default 250). */
   readonly intervalMs?: number;
   /** Utilization under which an interval counts as a lull, 0 to 1 (default 0.5). */
   readonly lullUtilization?: number;
-  /** Growth of the old space since the last full collection that makes one worth starting, in bytes (default 32 MiB). */
+  /** Utilization of an interval that counts as a burst, 0 to 1 (default 0.9). */
+  readonly burstUtilization?: number;
+  /** Intervals a burst counts for: a lull within as many after one follows it (default 40, 10 s at 250 ms). */
+  readonly burstMemoryIntervals?: number;
+  /** Growth of the old generation since the last full collection that makes one worth starting, in bytes (default 32 MiB). */
   readonly minGrowthBytes?: number;
 }
 
@@ -17,24 +21,32 @@ export interface LullCollectionOptions {
 export interface LullReading {
   /** The event loop's utilization over the interval, 0 to 1. */
   readonly utilization: number;
-  /** Bytes used in V8's old space now. */
+  /** Bytes used in V8's old generation now (its old and large-object spaces). */
   readonly oldSpaceBytes: number;
 }
 
 /**
- * When to start a full collection: in a lull (an interval whose event-loop utilization was under
- * the threshold), once the old space grew by enough since the last full collection, and not again
- * until that one has happened. Pure, so that tests drive it with readings of their choosing.
+ * When to start a full collection: in a lull that follows a burst (an interval under the lull's
+ * utilization, within a few seconds of one over the burst's), once the old generation grew by
+ * enough since the last full collection, and not again until that one has ended. A load that stays
+ * moderate has no burst and is left to V8, whose own collections mark incrementally. Pure, so that
+ * tests drive it with readings of their choosing.
  */
 export class LullPolicy {
   readonly #lullUtilization: number;
+  readonly #burstUtilization: number;
+  readonly #burstMemoryIntervals: number;
   readonly #minGrowthBytes: number;
   #baselineBytes: number;
+  /** Intervals since the last one over the burst's utilization (Infinity: none since the last collection). */
+  #sinceBurst = Number.POSITIVE_INFINITY;
   /** A collection was asked for and has not been seen to end. */
   #asked = false;
 
   constructor(oldSpaceBytes: number, options: LullCollectionOptions = {}) {
     this.#lullUtilization = options.lullUtilization ?? 0.5;
+    this.#burstUtilization = options.burstUtilization ?? 0.9;
+    this.#burstMemoryIntervals = options.burstMemoryIntervals ?? 40;
     this.#minGrowthBytes = options.minGrowthBytes ?? 32 * 1024 * 1024;
     this.#baselineBytes = oldSpaceBytes;
   }
@@ -45,11 +57,14 @@ export class LullPolicy {
     this.#asked = false;
   }
 
-  /** Whether to start a full collection now. */
+  /** Takes one interval's reading; whether to start a full collection now. */
   shouldCollect(reading: LullReading): boolean {
+    this.#sinceBurst = reading.utilization >= this.#burstUtilization ? 0 : this.#sinceBurst + 1;
     if (this.#asked || reading.utilization >= this.#lullUtilization) return false;
+    if (this.#sinceBurst > this.#burstMemoryIntervals) return false;
     if (reading.oldSpaceBytes - this.#baselineBytes < this.#minGrowthBytes) return false;
     this.#asked = true;
+    this.#sinceBurst = Number.POSITIVE_INFINITY;
     return true;
   }
 }
@@ -63,20 +78,25 @@ export interface LullCollection {
   stop(): void;
 }
 
+/** Bytes used in the old generation: V8's old space and its large-object space (big arrays and strings). */
 function oldSpaceBytes(): number {
-  return v8.getHeapSpaceStatistics().find((space) => space.space_name === "old_space")?.space_used_size ?? 0;
+  let bytes = 0;
+  for (const space of v8.getHeapSpaceStatistics())
+    if (space.space_name === "old_space" || space.space_name === "large_object_space") bytes += space.space_used_size;
+  return bytes;
 }
 
 /**
- * Starts V8's full collection (mark-compact) in lulls of the load, once enough may have built up in
- * the old space, rather than leaving V8 to start it when the old space reaches its limit, which
- * under a burst of calls is in the middle of the burst. A full collection's final pause grows with
- * what it must finalize since the previous one, notably an external string for every HTTP/2 request
- * header value Node has read (see docs/design-notes.md, "A second burst's longest stall"); a burst
- * of 10,000 runs adds about 45 MB to the old space, and the next burst met a pause of 66–72 ms. The
- * collection is asynchronous (V8 marks incrementally and on its helper threads, then finishes in a
- * pause of its own, in the lull). Needs `--expose-gc`, which the server ships with
- * (server-node-flags.ts); without it this does nothing. The timer never keeps the process alive.
+ * Starts V8's full collection (mark-compact) in the lull after a burst of load, once enough may
+ * have built up in the old generation, rather than leaving V8 to start it when the old generation
+ * reaches its limit, which under the next burst is in the middle of it. A full collection's final
+ * pause grows with what it must finalize since the previous one, notably an external string for
+ * every HTTP/2 request header value Node has read (see docs/design-notes.md, "A second burst's
+ * longest stall"); a burst of 10,000 runs adds about 45 MB to the old generation, and the next
+ * burst met a pause of 66–72 ms. The collection V8 runs when asked is a forced, stop-the-world one
+ * ("async" only means it runs from a task, after this turn): 30–40 ms for 150 MB of heap, in the
+ * lull. Needs `--expose-gc`, which the server ships with (server-node-flags.ts); without it this
+ * does nothing. The timer never keeps the process alive.
  */
 export function collectInLulls(options: LullCollectionOptions = {}): LullCollection {
   const gc = (globalThis as { gc?: ExposedGc }).gc;
@@ -97,7 +117,13 @@ export function collectInLulls(options: LullCollectionOptions = {}): LullCollect
     last = now;
     if (!policy.shouldCollect({ utilization, oldSpaceBytes: oldSpaceBytes() })) return;
     started += 1;
-    gc({ type: "major", execution: "async" });
+    try {
+      gc({ type: "major", execution: "async" });
+    } catch {
+      // A `gc` replaced by a tool module that throws: V8 still collects on its own.
+      clearInterval(timer);
+      observer.disconnect();
+    }
   }, options.intervalMs ?? 250).unref();
   return {
     active: true,

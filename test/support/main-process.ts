@@ -1,7 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
+import { serverNodeFlags } from "../../src/server-node-flags.js";
 
-/** A server started as `node dist/src/main.js` (or another command), once it printed both addresses. */
+/** A server started as `npm start` runs it (or by another command), once it printed both addresses. */
 export interface MainProcess {
   readonly child: ChildProcessWithoutNullStreams;
   /** "host:port" of the gRPC port. */
@@ -26,7 +27,8 @@ export async function startMainProcess(
   args: readonly string[],
   options: MainProcessOptions = {},
 ): Promise<MainProcess> {
-  const [command, ...commandArgs] = options.command ?? [process.execPath, "dist/src/main.js"];
+  // As npm start runs it: with the Node flags the server ships with.
+  const [command, ...commandArgs] = options.command ?? [process.execPath, ...serverNodeFlags, "dist/src/main.js"];
   const child = spawn(
     command,
     [...commandArgs, "--grpc-port", "0", "--http-port", "0", "--log-level", "warn", ...args],

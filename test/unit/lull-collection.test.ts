@@ -1,16 +1,27 @@
 import { expect } from "chai";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { collectInLulls, LullPolicy } from "../../src/async/lull-collection.js";
+import { LullPolicy } from "../../src/async/lull-collection.js";
 
 const mb = 1024 * 1024;
 
+type Phase = readonly ["busy" | "idle" | "moderate", number] | readonly ["promote", number];
+
+interface ChildReport {
+  readonly active: boolean;
+  /** Collections collectInLulls asked for, read at the end of each phase. */
+  readonly startedAfter: number[];
+  /** Full collections seen to end within 1 s after each of its asks. */
+  readonly majorsAfterAsks: number;
+}
+
 /**
- * A child process with `--expose-gc` that runs collectInLulls (50 ms intervals, 8 MB of growth),
- * promotes `promoteMb` of objects and lets them go, then either idles or keeps its event loop busy
- * for a second, and prints what happened as JSON.
+ * A child process running collectInLulls (50 ms intervals, bursts remembered for 20 of them, 8 MB of
+ * growth) through `phases`: `busy` keeps its event loop at full utilization for that many ms,
+ * `moderate` at about a third, `idle` near none, `promote` moves that many MB of objects to the old
+ * generation and lets them go. With `exposeGc` false it runs without `--expose-gc`.
  */
-async function childRun(promoteMb: number, busy: boolean): Promise<{ started: number; majorAfterStart: number }> {
+async function runChild(phases: readonly Phase[], exposeGc = true): Promise<ChildReport> {
   const moduleUrl = new URL("../../src/async/lull-collection.js", import.meta.url).href;
   const script = `
     import { PerformanceObserver, constants } from "node:perf_hooks";
@@ -20,79 +31,127 @@ async function childRun(promoteMb: number, busy: boolean): Promise<{ started: nu
       for (const entry of list.getEntries())
         if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors.push(performance.now());
     }).observe({ entryTypes: ["gc"] });
-    gc({ type: "major" });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    const collection = collectInLulls({ intervalMs: 50, minGrowthBytes: 8 * 1024 * 1024 });
-    // Objects that live through two young collections move to the old space; then they are let go.
-    let kept = [];
-    for (let i = 0; i < ${promoteMb} * 1024; i++) kept.push({ bytes: new Array(100).fill(i) });
-    gc({ type: "minor" });
-    gc({ type: "minor" });
-    kept = undefined;
-    const from = performance.now();
-    let startedAt;
-    while (performance.now() - from < 1500) {
-      if (${busy}) {
-        const end = performance.now() + 200;
-        while (performance.now() < end);
-        await new Promise((resolve) => setImmediate(resolve));
-      } else {
-        await new Promise((resolve) => setTimeout(resolve, 25));
+    const collection = collectInLulls({ intervalMs: 50, burstMemoryIntervals: 20, minGrowthBytes: 8 * 1024 * 1024 });
+    const asks = [];
+    let seen = 0;
+    const watch = setInterval(() => {
+      if (collection.started > seen) { seen = collection.started; asks.push(performance.now()); }
+    }, 5);
+    const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); };
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    const startedAfter = [];
+    for (const [kind, amount] of ${JSON.stringify(phases)}) {
+      const end = performance.now() + amount;
+      if (kind === "busy") while (performance.now() < end) { spin(20); await turn(); }
+      if (kind === "moderate") while (performance.now() < end) { spin(5); await sleep(10); }
+      if (kind === "idle") await sleep(amount);
+      if (kind === "promote") {
+        // Objects that live through two young collections move to the old generation; then they go.
+        let kept = [];
+        for (let i = 0; i < amount * 1024; i++) kept.push({ bytes: new Array(100).fill(i) });
+        if (typeof gc === "function") { gc({ type: "minor" }); gc({ type: "minor" }); }
+        kept = undefined;
       }
-      if (startedAt === undefined && collection.started > 0) startedAt = performance.now();
+      startedAfter.push(collection.started);
     }
+    clearInterval(watch);
     collection.stop();
-    const majorAfterStart = startedAt === undefined ? 0 : majors.filter((at) => at >= startedAt - 60).length;
-    console.log(JSON.stringify({ started: collection.started, majorAfterStart }));
+    const majorsAfterAsks = asks.filter((at) => majors.some((major) => major >= at - 10 && major <= at + 1000)).length;
+    console.log(JSON.stringify({ active: collection.active, startedAfter, majorsAfterAsks }));
   `;
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    // A larger first limit of the old space, and no memory reducer: V8 starts no full collection of
-    // its own meanwhile (it would at about 30 MB of a fresh process's old space).
-    ["--expose-gc", "--initial-old-space-size=256", "--no-memory-reducer", "--input-type=module", "-e", script],
-    { timeout: 30_000 },
-  );
-  return JSON.parse(stdout) as { started: number; majorAfterStart: number };
+  const flags = exposeGc
+    ? // A larger first limit of the old generation, and no memory reducer: V8 starts no full
+      // collection of its own meanwhile (it would at about 30 MB of a fresh process's old space).
+      ["--expose-gc", "--initial-old-space-size=256", "--no-memory-reducer"]
+    : [];
+  const { stdout } = await promisify(execFile)(process.execPath, [...flags, "--input-type=module", "-e", script], {
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout) as ChildReport;
 }
 
 describe("full collections in lulls", () => {
-  it("asks once the old space grew enough in a lull, and not again until a full collection ended", () => {
-    const policy = new LullPolicy(100 * mb, { lullUtilization: 0.5, minGrowthBytes: 32 * mb });
+  it("asks in a lull after a burst once the old generation grew enough, and not again until one ended", () => {
+    const policy = new LullPolicy(100 * mb, { lullUtilization: 0.5, burstUtilization: 0.9, minGrowthBytes: 32 * mb });
+    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 140 * mb }), "no burst yet").to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 140 * mb }), "the burst").to.equal(false);
     expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 120 * mb }), "too little growth").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.9, oldSpaceBytes: 140 * mb }), "busy").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.5, oldSpaceBytes: 140 * mb }), "at the threshold").to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0.5, oldSpaceBytes: 140 * mb }), "at the lull's threshold").to.equal(
+      false,
+    );
     expect(policy.shouldCollect({ utilization: 0.49, oldSpaceBytes: 132 * mb })).to.equal(true);
+    expect(policy.shouldCollect({ utilization: 0.6, oldSpaceBytes: 200 * mb }), "asked already").to.equal(false);
     expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 200 * mb }), "asked already").to.equal(false);
     policy.collected(60 * mb);
+    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 100 * mb }), "its burst is over").to.equal(false);
+    expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb })).to.equal(false);
     expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 80 * mb }), "growth counts from 60 MB").to.equal(
       false,
     );
     expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 92 * mb })).to.equal(true);
   });
 
+  it("remembers a burst for as many intervals as it is told, and leaves a steady moderate load to V8", () => {
+    const policy = new LullPolicy(0, { burstMemoryIntervals: 3, minGrowthBytes: mb });
+    expect(policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 0 })).to.equal(false);
+    for (let interval = 0; interval < 4; interval++) policy.shouldCollect({ utilization: 0.7, oldSpaceBytes: 0 });
+    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 10 * mb }), "four intervals later").to.equal(false);
+    for (let interval = 0; interval < 100; interval++)
+      expect(policy.shouldCollect({ utilization: 0.4, oldSpaceBytes: (10 + interval) * mb })).to.equal(false);
+  });
+
   it("counts growth from a full collection V8 started itself", () => {
     const policy = new LullPolicy(100 * mb, { minGrowthBytes: 32 * mb });
     policy.collected(140 * mb);
+    policy.shouldCollect({ utilization: 1, oldSpaceBytes: 140 * mb });
     expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 150 * mb })).to.equal(false);
     expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 172 * mb })).to.equal(true);
   });
 
-  it("does nothing without --expose-gc", () => {
-    expect(typeof (globalThis as { gc?: unknown }).gc).to.equal("undefined");
-    const collection = collectInLulls({ intervalMs: 1 });
-    expect(collection.active).to.equal(false);
-    expect(collection.started).to.equal(0);
-    collection.stop();
+  it("starts a full collection in the lull after each burst that grew the old generation, and V8 runs it", async () => {
+    const report = await runChild([
+      ["busy", 300],
+      ["promote", 32],
+      ["idle", 600],
+      ["busy", 300],
+      ["promote", 32],
+      ["idle", 600],
+    ]);
+    expect(report.active).to.equal(true);
+    expect(report.startedAfter).to.deep.equal([0, 0, 1, 1, 1, 2]);
+    expect(report.majorsAfterAsks).to.equal(2);
   });
 
-  it("starts a full collection in a lull after the old space grew, and V8 runs it", async () => {
-    const run = await childRun(32, false);
-    expect(run.started).to.equal(1);
-    expect(run.majorAfterStart).to.be.at.least(1);
+  it("starts none under a steady moderate load, none while busy, and none after too little growth", async () => {
+    const moderate = await runChild([
+      ["moderate", 600],
+      ["promote", 32],
+      ["moderate", 800],
+    ]);
+    expect(moderate.startedAfter, "moderate").to.deep.equal([0, 0, 0]);
+    const busy = await runChild([
+      ["promote", 32],
+      ["busy", 800],
+    ]);
+    expect(busy.startedAfter, "busy").to.deep.equal([0, 0]);
+    const little = await runChild([
+      ["busy", 300],
+      ["promote", 1],
+      ["idle", 600],
+    ]);
+    expect(little.startedAfter, "1 MB").to.deep.equal([0, 0, 0]);
   });
 
-  it("starts none while the event loop is busy, nor in a lull after too little growth", async () => {
-    expect((await childRun(32, true)).started, "busy").to.equal(0);
-    expect((await childRun(1, false)).started, "1 MB").to.equal(0);
+  it("does nothing without --expose-gc", async () => {
+    const report = await runChild(
+      [
+        ["busy", 300],
+        ["promote", 32],
+        ["idle", 300],
+      ],
+      false,
+    );
+    expect(report).to.deep.equal({ active: false, startedAfter: [0, 0, 0], majorsAfterAsks: 0 });
   });
 });
