@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   });
   // Full collections in the lull after a burst rather than in the middle of the next one (with
   // --expose-gc, which npm start and the toolruntime executable pass).
-  collectInLulls();
+  if (!config.noLullCollection) collectInLulls();
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
     `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  console:         ${server.httpUrl}/console/\n  tools:           ${names}\n` +

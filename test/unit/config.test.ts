@@ -121,4 +121,10 @@ describe("readConfig()", () => {
     expect(readConfig([], { TOOLRUNTIME_MAX_SPECS_WAITING_TO_PACK: "50000" }).maxSpecsWaitingToPack).to.equal(50_000);
     expect(() => readConfig(["--max-specs-waiting-to-pack", "0"], {})).to.throw("--max-specs-waiting-to-pack");
   });
+
+  it("reads --no-lull-collection, off by default", () => {
+    expect(readConfig([], {}).noLullCollection).to.equal(false);
+    expect(readConfig(["--no-lull-collection"], {}).noLullCollection).to.equal(true);
+    expect(readConfig([], { TOOLRUNTIME_NO_LULL_COLLECTION: "true" }).noLullCollection).to.equal(true);
+  });
 });
