@@ -302,7 +302,7 @@ const options: readonly OptionSpec[] = [
     flag: "no-lull-collection",
     kind: "boolean",
     fallback: false,
-    text: "leave every full garbage collection to V8 rather than start one in the lull after a burst of load (which needs node's --expose-gc, as npm start passes): about 8% less CPU per call under load that comes and goes second by second, and the 70–120 ms pause of a collection in the middle of the next burst back",
+    text: "leave every full garbage collection to V8 rather than start one in the lull after a burst of load (which needs node's --expose-gc, as npm start passes): a few percent less CPU per call under load that comes and goes second by second, and the 70–120 ms pause of a collection in the middle of the next burst back",
   },
   {
     key: "tlsCert",

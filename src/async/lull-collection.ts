@@ -13,6 +13,10 @@ export interface LullCollectionOptions {
   readonly burstUtilization?: number;
   /** Intervals a burst counts for: a lull within as many after one follows it (default 40, 10 s at 250 ms). */
   readonly burstMemoryIntervals?: number;
+  /** Intervals in a row under the lull's utilization before it counts as a lull (default 1). */
+  readonly minLullIntervals?: number;
+  /** Intervals after asking before it may ask again (default 40, 10 s at 250 ms). */
+  readonly minSpacingIntervals?: number;
   /** Growth of the old generation since the last full collection that makes one worth starting, in bytes (default 32 MiB). */
   readonly minGrowthBytes?: number;
 }
@@ -26,20 +30,28 @@ export interface LullReading {
 }
 
 /**
- * When to start a full collection: in a lull that follows a burst (an interval under the lull's
- * utilization, within a few seconds of one over the burst's), once the old generation grew by
- * enough since the last full collection, and not again until that one has ended. A load that stays
- * moderate has no burst and is left to V8, whose own collections mark incrementally. Pure, so that
- * tests drive it with readings of their choosing.
+ * When to start a full collection: in a lull that follows a burst (enough intervals in a row under
+ * the lull's utilization, within a few seconds of one over the burst's), once the old generation
+ * grew by enough since the last full collection, not again until that one has ended, and not more
+ * often than every few seconds. A load that stays moderate has no burst and is left to V8, whose own
+ * collections mark incrementally. The spacing bounds what a load that pauses between seconds of
+ * saturation pays: there, a collection at every pause would come more often than V8's own, each a
+ * stop-the-world one. Pure, so that tests drive it with readings of their choosing.
  */
 export class LullPolicy {
   readonly #lullUtilization: number;
   readonly #burstUtilization: number;
   readonly #burstMemoryIntervals: number;
+  readonly #minLullIntervals: number;
+  readonly #minSpacingIntervals: number;
   readonly #minGrowthBytes: number;
   #baselineBytes: number;
   /** Intervals since the last one over the burst's utilization (Infinity: none since the last collection). */
   #sinceBurst = Number.POSITIVE_INFINITY;
+  /** Intervals in a row under the lull's utilization, this one included. */
+  #lullIntervals = 0;
+  /** Intervals since it last asked. */
+  #sinceAsked = Number.POSITIVE_INFINITY;
   /** A collection was asked for and has not been seen to end. */
   #asked = false;
 
@@ -47,6 +59,8 @@ export class LullPolicy {
     this.#lullUtilization = options.lullUtilization ?? 0.5;
     this.#burstUtilization = options.burstUtilization ?? 0.9;
     this.#burstMemoryIntervals = options.burstMemoryIntervals ?? 40;
+    this.#minLullIntervals = options.minLullIntervals ?? 1;
+    this.#minSpacingIntervals = options.minSpacingIntervals ?? 40;
     this.#minGrowthBytes = options.minGrowthBytes ?? 32 * 1024 * 1024;
     this.#baselineBytes = oldSpaceBytes;
   }
@@ -60,10 +74,14 @@ export class LullPolicy {
   /** Takes one interval's reading; whether to start a full collection now. */
   shouldCollect(reading: LullReading): boolean {
     this.#sinceBurst = reading.utilization >= this.#burstUtilization ? 0 : this.#sinceBurst + 1;
-    if (this.#asked || reading.utilization >= this.#lullUtilization) return false;
+    this.#lullIntervals = reading.utilization < this.#lullUtilization ? this.#lullIntervals + 1 : 0;
+    this.#sinceAsked += 1;
+    if (this.#asked || this.#lullIntervals < this.#minLullIntervals) return false;
+    if (this.#sinceAsked <= this.#minSpacingIntervals) return false;
     if (this.#sinceBurst > this.#burstMemoryIntervals) return false;
     if (reading.oldSpaceBytes - this.#baselineBytes < this.#minGrowthBytes) return false;
     this.#asked = true;
+    this.#sinceAsked = 0;
     this.#sinceBurst = Number.POSITIVE_INFINITY;
     return true;
   }

@@ -5,7 +5,7 @@ import { LullPolicy } from "../../src/async/lull-collection.js";
 
 const mb = 1024 * 1024;
 
-type Phase = readonly ["busy" | "idle" | "moderate", number] | readonly ["promote", number];
+type Phase = readonly ["busy" | "idle" | "moderate", number] | readonly ["promote" | "promoteSlowly", number];
 
 interface ChildReport {
   readonly active: boolean;
@@ -19,7 +19,8 @@ interface ChildReport {
  * A child process running collectInLulls (50 ms intervals, bursts remembered for 20 of them, 8 MB of
  * growth) through `phases`: `busy` keeps its event loop at full utilization for that many ms,
  * `moderate` at about a third, `idle` near none, `promote` moves that many MB of objects to the old
- * generation and lets them go. With `exposeGc` false it runs without `--expose-gc`.
+ * generation at once and lets them go, `promoteSlowly` a MB every 20 ms (a moderate load). With
+ * `exposeGc` false it runs without `--expose-gc`.
  */
 async function runChild(phases: readonly Phase[], exposeGc = true): Promise<ChildReport> {
   const moduleUrl = new URL("../../src/async/lull-collection.js", import.meta.url).href;
@@ -31,7 +32,7 @@ async function runChild(phases: readonly Phase[], exposeGc = true): Promise<Chil
       for (const entry of list.getEntries())
         if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors.push(performance.now());
     }).observe({ entryTypes: ["gc"] });
-    const collection = collectInLulls({ intervalMs: 50, burstMemoryIntervals: 20, minGrowthBytes: 8 * 1024 * 1024 });
+    const collection = collectInLulls({ intervalMs: 50, burstMemoryIntervals: 20, minSpacingIntervals: 10, minGrowthBytes: 8 * 1024 * 1024 });
     const asks = [];
     let seen = 0;
     const watch = setInterval(() => {
@@ -46,13 +47,15 @@ async function runChild(phases: readonly Phase[], exposeGc = true): Promise<Chil
       if (kind === "busy") while (performance.now() < end) { spin(20); await turn(); }
       if (kind === "moderate") while (performance.now() < end) { spin(5); await sleep(10); }
       if (kind === "idle") await sleep(amount);
-      if (kind === "promote") {
-        // Objects that live through two young collections move to the old generation; then they go.
+      // Objects that live through two young collections move to the old generation; then they go.
+      const promote = (megabytes) => {
         let kept = [];
-        for (let i = 0; i < amount * 1024; i++) kept.push({ bytes: new Array(100).fill(i) });
+        for (let i = 0; i < megabytes * 1024; i++) kept.push({ bytes: new Array(100).fill(i) });
         if (typeof gc === "function") { gc({ type: "minor" }); gc({ type: "minor" }); }
         kept = undefined;
-      }
+      };
+      if (kind === "promote") promote(amount);
+      if (kind === "promoteSlowly") for (let i = 0; i < amount; i++) { promote(1); await sleep(20); }
       startedAfter.push(collection.started);
     }
     clearInterval(watch);
@@ -73,7 +76,13 @@ async function runChild(phases: readonly Phase[], exposeGc = true): Promise<Chil
 
 describe("full collections in lulls", () => {
   it("asks in a lull after a burst once the old generation grew enough, and not again until one ended", () => {
-    const policy = new LullPolicy(100 * mb, { lullUtilization: 0.5, burstUtilization: 0.9, minGrowthBytes: 32 * mb });
+    const policy = new LullPolicy(100 * mb, {
+      lullUtilization: 0.5,
+      burstUtilization: 0.9,
+      minLullIntervals: 1,
+      minSpacingIntervals: 0,
+      minGrowthBytes: 32 * mb,
+    });
     expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 140 * mb }), "no burst yet").to.equal(false);
     expect(policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 140 * mb }), "the burst").to.equal(false);
     expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 120 * mb }), "too little growth").to.equal(false);
@@ -101,6 +110,30 @@ describe("full collections in lulls", () => {
       expect(policy.shouldCollect({ utilization: 0.4, oldSpaceBytes: (10 + interval) * mb })).to.equal(false);
   });
 
+  it("waits for a lull of as many intervals in a row as it is told: a pause of a second between bursts is none", () => {
+    const policy = new LullPolicy(0, { minLullIntervals: 4, minSpacingIntervals: 0, minGrowthBytes: mb });
+    for (let cycle = 0; cycle < 10; cycle++) {
+      for (let interval = 0; interval < 4; interval++)
+        expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb })).to.equal(false);
+      for (let interval = 0; interval < 3; interval++)
+        expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb }), `cycle ${cycle}`).to.equal(false);
+    }
+    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb }), "the fourth in a row").to.equal(true);
+  });
+
+  it("asks no more often than its spacing allows, however many bursts and lulls come", () => {
+    const policy = new LullPolicy(0, { minSpacingIntervals: 10, minGrowthBytes: mb });
+    const asks: number[] = [];
+    for (let interval = 0; interval < 60; interval++) {
+      const burst = interval % 4 < 2;
+      if (policy.shouldCollect({ utilization: burst ? 1 : 0, oldSpaceBytes: 100 * mb })) {
+        asks.push(interval);
+        policy.collected(0);
+      }
+    }
+    expect(asks).to.deep.equal([2, 14, 26, 38, 50]);
+  });
+
   it("counts growth from a full collection V8 started itself", () => {
     const policy = new LullPolicy(100 * mb, { minGrowthBytes: 32 * mb });
     policy.collected(140 * mb);
@@ -124,9 +157,10 @@ describe("full collections in lulls", () => {
   });
 
   it("starts none under a steady moderate load, none while busy, and none after too little growth", async () => {
+    // The growth comes a MB at a time: one promotion of 32 MB at once would be a burst of its own.
     const moderate = await runChild([
       ["moderate", 600],
-      ["promote", 32],
+      ["promoteSlowly", 32],
       ["moderate", 800],
     ]);
     expect(moderate.startedAfter, "moderate").to.deep.equal([0, 0, 0]);
