@@ -15,10 +15,8 @@
  * docs/design-notes.md, "The young generation").
  *
  * `--expose-gc` lets the server start V8's full collection itself in the lull after a burst of
- * calls (see async/lull-collection.ts) instead of V8 starting it in the middle of the next burst:
- * with it, the second of two 10,000-run bursts met event-loop p99s of 27–41 ms against 68–119 ms.
- * Its price is a few percent more CPU per call under a load that comes and goes second by second
- * (the server's `--no-lull-collection` turns it off). It exposes `gc` to every module of the process,
+ * calls when asked to (`--lull-collection`, off by default; see async/lull-collection.ts) instead of
+ * V8 starting it in the middle of the next burst. It exposes `gc` to every module of the process,
  * tool modules included (which run in the process anyway).
  */
 export const serverNodeFlags: readonly string[] = ["--max-semi-space-size=32", "--expose-gc"];
