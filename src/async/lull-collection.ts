@@ -112,9 +112,11 @@ function oldSpaceBytes(): number {
  * every HTTP/2 request header value Node has read (see docs/design-notes.md, "A second burst's
  * longest stall"); a burst of 10,000 runs adds about 45 MB to the old generation, and the next
  * burst met a pause of 66–72 ms. The collection V8 runs when asked is a forced, stop-the-world one
- * ("async" only means it runs from a task, after this turn): 30–40 ms for 150 MB of heap, in the
- * lull. Needs `--expose-gc`, which the server ships with (server-node-flags.ts); without it this
- * does nothing. The timer never keeps the process alive.
+ * ("async" only means it runs from a task, after this turn): 30–110 ms for 100–150 MB of heap, in
+ * the lull. The server starts this with `--lull-collection` (off by default: under load that comes
+ * and goes second by second it cost the bench's steady cases up to a fifth more CPU per call). Needs
+ * `--expose-gc`, which the server ships with (server-node-flags.ts); without it this does nothing.
+ * The timer never keeps the process alive.
  */
 export function collectInLulls(options: LullCollectionOptions = {}): LullCollection {
   const gc = (globalThis as { gc?: ExposedGc }).gc;
