@@ -189,6 +189,8 @@ export class BackgroundPacking {
       batch.entries.push(entry);
       jobs.push(job);
     }
+    // Everything taken: the queue lets go of its emptied slots (an import of 100,000 left 800 KB).
+    if (this.#head === this.#queue.length) this.#reset();
     if (jobs.length === 0) return;
     this.#inFlight.add(batch);
     offThread.packAll(jobs).then(

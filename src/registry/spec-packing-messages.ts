@@ -15,5 +15,5 @@ export interface PackRequest {
 /** The packed specs of one request, in its order. */
 export interface PackReply {
   readonly id: number;
-  readonly packed: readonly string[];
+  readonly packed: string[];
 }

@@ -72,8 +72,7 @@ export class SpecPackingWorker implements OffThreadPacker {
     } catch (error) {
       return Promise.reject(this.#fail(error));
     }
-    clearTimeout(this.#idleTimer);
-    this.#idleTimer = undefined;
+    this.#cancelIdleEnd();
     if (this.#waiting.size === 0) worker.ref();
     return new Promise<string[]>((resolve, reject) => {
       this.#waiting.set(request.id, { resolve, reject });
@@ -83,10 +82,7 @@ export class SpecPackingWorker implements OffThreadPacker {
 
   /** Ends the thread now; a later batch starts another. Batches in flight are refused. */
   async stop(): Promise<void> {
-    const worker = this.#worker;
-    this.#worker = undefined;
-    clearTimeout(this.#idleTimer);
-    this.#idleTimer = undefined;
+    const worker = this.#letGoOfWorker();
     this.#rejectAll(new Error("the spec packing thread was stopped"));
     await worker?.terminate();
   }
@@ -138,7 +134,7 @@ export class SpecPackingWorker implements OffThreadPacker {
   #answer(reply: PackReply): void {
     const waiter = this.#waiting.get(reply.id);
     this.#waiting.delete(reply.id);
-    waiter?.resolve([...reply.packed]);
+    waiter?.resolve(reply.packed);
     if (this.#waiting.size === 0) {
       this.#worker?.unref();
       this.#idleTimer = setTimeout(this.#endIdle, this.#idleMs).unref();
@@ -146,11 +142,7 @@ export class SpecPackingWorker implements OffThreadPacker {
   }
 
   readonly #endIdle = (): void => {
-    this.#idleTimer = undefined;
-    if (this.#waiting.size > 0) return;
-    const worker = this.#worker;
-    this.#worker = undefined;
-    void worker?.terminate();
+    if (this.#waiting.size === 0) void this.#letGoOfWorker()?.terminate();
   };
 
   /** Stops packing on the thread for good; returns the error every batch is refused with. */
@@ -159,13 +151,23 @@ export class SpecPackingWorker implements OffThreadPacker {
     const failure = new Error(`packing specs on a worker thread failed: ${reason}`, { cause });
     this.#failure = failure;
     process.emitWarning(`${failure.message}; registries pack on the event loop from now on`, "ToolruntimeWarning");
-    const worker = this.#worker;
-    this.#worker = undefined;
-    clearTimeout(this.#idleTimer);
-    this.#idleTimer = undefined;
+    const worker = this.#letGoOfWorker();
     this.#rejectAll(failure);
     void worker?.terminate();
     return failure;
+  }
+
+  /** Forgets the thread (its exit is then none of our concern) and the idle timer; returns the thread to end. */
+  #letGoOfWorker(): Worker | undefined {
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#cancelIdleEnd();
+    return worker;
+  }
+
+  #cancelIdleEnd(): void {
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
   }
 
   #rejectAll(error: Error): void {

@@ -49,6 +49,11 @@ function entries(count: number, packed: number[], times: number[] = [], work?: (
   return Array.from({ length: count }, (_, index) => new TestEntry(index, packed, times, work));
 }
 
+/** Entries numbered from `from` (those added after others a test follows). */
+function entriesFrom(from: number, count: number, packed: number[]): TestEntry[] {
+  return Array.from({ length: count }, (_, index) => new TestEntry(from + index, packed));
+}
+
 /**
  * A packing thread the test answers by hand: each batch waits in `batches` until answered or
  * refused; `fail` refuses every batch at it for good, as SpecPackingWorker does when its thread dies.
@@ -77,6 +82,16 @@ class HandPacker implements OffThreadPacker {
   indicesOf(number: number): number[] {
     return (this.batches[number]?.jobs ?? []).map((job) => (job.bytes[0] ?? 0) + 256 * (job.bytes[1] ?? 0));
   }
+}
+
+/** A packing of bound `maxPending` with a hand-answered thread, and `count` entries added to it. */
+function packingWithThread(maxPending: number, count: number) {
+  const packed: number[] = [];
+  const thread = new HandPacker();
+  const packing = new BackgroundPacking(maxPending, thread);
+  const added = entries(count, packed);
+  for (const entry of added) packing.add(entry);
+  return { packed, thread, packing, added };
 }
 
 async function until(condition: () => boolean): Promise<void> {
@@ -166,12 +181,8 @@ describe("background packing", () => {
 
   describe("with a packing thread", () => {
     it("sends the oldest in batches past its bound, and each entry takes its own packed form when answered", async () => {
-      const packed: number[] = [];
-      const thread = new HandPacker();
-      const packing = new BackgroundPacking(1000, thread);
       // 1,001 waiting send the first batch; a batch more and 1,001 wait again, which sends the next.
-      const added = entries(1001 + batchSize + 10, packed);
-      for (const entry of added) packing.add(entry);
+      const { packed, thread, packing, added } = packingWithThread(1000, 1001 + batchSize + 10);
       expect(thread.batches.map((_, number) => thread.indicesOf(number))).to.deep.equal([
         range(0, batchSize),
         range(batchSize, 2 * batchSize),
@@ -188,11 +199,7 @@ describe("background packing", () => {
     });
 
     it("packs on the event loop past its bound while the thread holds its most batches", () => {
-      const packed: number[] = [];
-      const thread = new HandPacker();
-      const packing = new BackgroundPacking(10, thread);
-      const count = 10 + maxBatchesInFlight * 11 + 5;
-      for (const entry of entries(count, packed)) packing.add(entry);
+      const { packed, thread, packing } = packingWithThread(10, 10 + maxBatchesInFlight * 11 + 5);
       // Each batch took the 11 waiting then (the bound and one); the thread's last answer is still due.
       expect(thread.batches).to.have.length(maxBatchesInFlight);
       expect(packing.inFlight).to.equal(maxBatchesInFlight * 11);
@@ -234,11 +241,7 @@ describe("background packing", () => {
     });
 
     it("drains the entries at the thread too; they count against its batches until it answers, and its answer changes none", async () => {
-      const packed: number[] = [];
-      const thread = new HandPacker();
-      const packing = new BackgroundPacking(5, thread);
-      const added = entries(20, packed);
-      for (const entry of added) packing.add(entry);
+      const { packed, thread, packing, added } = packingWithThread(5, 20);
       // Batches of 6 went at the 6th, 12th and 18th entries; two wait here.
       expect(packing.inFlight).to.equal(18);
       expect(packing.pending).to.equal(2);
@@ -247,8 +250,7 @@ describe("background packing", () => {
       expect(packing.inFlight).to.equal(18);
       let settled = false;
       const whenSettled = packing.settled().then(() => (settled = true));
-      for (const entry of entries(6, packed).map((entry) => new TestEntry(entry.index + 100, packed)))
-        packing.add(entry);
+      for (const entry of entriesFrom(100, 6, packed)) packing.add(entry);
       // Three batches at the thread, still: the fourth goes, and nothing more.
       expect(thread.batches).to.have.length(maxBatchesInFlight);
       await new Promise((resolve) => setImmediate(resolve));
@@ -261,16 +263,12 @@ describe("background packing", () => {
     });
 
     it("lets go of the batches at the thread when cleared: their answer changes none, and they count until it comes", async () => {
-      const packed: number[] = [];
-      const thread = new HandPacker();
-      const packing = new BackgroundPacking(3, thread);
-      const dropped = entries(4 * maxBatchesInFlight, packed);
-      for (const entry of dropped) packing.add(entry);
+      const { packed, thread, packing, added: dropped } = packingWithThread(3, 4 * maxBatchesInFlight);
       expect(thread.batches).to.have.length(maxBatchesInFlight);
       packing.clear();
       expect(packing.pending).to.equal(0);
       // The thread is still busy with every batch: entries past the bound are packed here.
-      const added = entries(5, packed).map((entry) => new TestEntry(entry.index + 100, packed));
+      const added = entriesFrom(100, 5, packed);
       for (const entry of added) packing.add(entry);
       expect(thread.batches).to.have.length(maxBatchesInFlight);
       expect(packed).to.deep.equal([100, 101]);
@@ -281,10 +279,7 @@ describe("background packing", () => {
     });
 
     it("packs on the event loop from the thread's failure on, every refused batch included, oldest first", async () => {
-      const packed: number[] = [];
-      const thread = new HandPacker();
-      const packing = new BackgroundPacking(3, thread);
-      for (const entry of entries(3 + 3 * 4, packed)) packing.add(entry);
+      const { packed, thread, packing } = packingWithThread(3, 3 + 3 * 4);
       expect(thread.batches.map((_, number) => thread.indicesOf(number))).to.deep.equal([
         range(0, 4),
         range(4, 8),
@@ -304,11 +299,7 @@ describe("background packing", () => {
     });
 
     it("sends a batch the thread refused without failing (it was stopped) again at the next pause", async () => {
-      const packed: number[] = [];
-      const thread = new HandPacker();
-      const packing = new BackgroundPacking(3, thread);
-      const added = entries(4, packed);
-      for (const entry of added) packing.add(entry);
+      const { packed, thread, packing, added } = packingWithThread(3, 4);
       thread.batches[0]?.refuse();
       await packing.settled();
       expect(packing.pending).to.equal(4);
