@@ -32,8 +32,8 @@ export interface ServerConfig {
   readonly builtinTools: boolean;
   readonly logLevel: string;
   readonly logInputs: boolean;
-  /** Start full collections in the lull after a burst (see async/lull-collection.ts). */
-  readonly lullCollection: boolean;
+  /** Leave every full collection to V8, none in the lull after a burst (see async/lull-collection.ts). */
+  readonly noLullCollection: boolean;
   readonly auditLog: string | undefined;
   readonly otlpEndpoint: string | undefined;
   readonly tls: TlsFiles | undefined;
@@ -298,11 +298,11 @@ const options: readonly OptionSpec[] = [
     text: "do not serve the builtin.* tools",
   },
   {
-    key: "lullCollection",
-    flag: "lull-collection",
+    key: "noLullCollection",
+    flag: "no-lull-collection",
     kind: "boolean",
     fallback: false,
-    text: "start V8's full garbage collection in the lull after a burst of load rather than leave it to V8, which may start it in the middle of the next burst (needs node's --expose-gc, which npm start passes): the second of two 10,000-run bursts met an event-loop p99 of 27–33 ms instead of 57–119 ms, for up to a fifth more CPU per call under load that comes and goes second by second",
+    text: "leave V8 to start its full garbage collections, rather than start one in the lull after a burst of runs (thousands in flight at once) so that it does not come in the middle of the next burst; the server starts them only with node's --expose-gc, which npm start passes. With them, the second of two 10,000-run bursts met an event-loop p99 of 27–39 ms instead of 57–119 ms",
   },
   {
     key: "tlsCert",
@@ -688,7 +688,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     builtinTools: !(get("noBuiltinTools") as boolean),
     logLevel,
     logInputs: get("logInputs") as boolean,
-    lullCollection: get("lullCollection") as boolean,
+    noLullCollection: get("noLullCollection") as boolean,
     auditLog: get("auditLog") as string | undefined,
     otlpEndpoint: get("otlpEndpoint") as string | undefined,
     tls:

@@ -73,10 +73,11 @@ async function main(): Promise<void> {
       trustIdempotent: config.mcpTrustIdempotent,
     },
   });
-  // Full collections in the lull after a burst rather than in the middle of the next one, when asked
-  // for (it needs --expose-gc, which npm start and the toolruntime executable pass).
-  if (config.lullCollection && !collectInLulls().active)
-    logger.warn("--lull-collection needs node's --expose-gc: V8 alone decides when to collect");
+  // Full collections in the lull after a burst of runs rather than in the middle of the next one
+  // (it needs --expose-gc, which npm start and the toolruntime executable pass).
+  const admission = server.runtime.executions.admission;
+  if (!config.noLullCollection && !collectInLulls(() => admission.takePeakInFlight()).active)
+    logger.debug("without node's --expose-gc, V8 alone decides when to collect (see --no-lull-collection)");
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(
     `toolruntime is serving\n  gRPC:            ${server.grpcAddress}\n  Connect/gRPC-Web: ${server.httpUrl}\n  console:         ${server.httpUrl}/console/\n  tools:           ${names}\n` +

@@ -15,8 +15,8 @@
  * docs/design-notes.md, "The young generation").
  *
  * `--expose-gc` lets the server start V8's full collection itself in the lull after a burst of
- * calls when asked to (`--lull-collection`, off by default; see async/lull-collection.ts) instead of
- * V8 starting it in the middle of the next burst. It exposes `gc` to every module of the process,
+ * runs (unless `--no-lull-collection`; see async/lull-collection.ts) instead of V8 starting it in
+ * the middle of the next burst. It exposes `gc` to every module of the process,
  * tool modules included (which run in the process anyway).
  */
 export const serverNodeFlags: readonly string[] = ["--max-semi-space-size=32", "--expose-gc"];

@@ -19,6 +19,11 @@ export interface LullCollectionOptions {
   readonly minSpacingIntervals?: number;
   /** Growth of the old generation since the last full collection that makes one worth starting, in bytes (default 32 MiB). */
   readonly minGrowthBytes?: number;
+  /**
+   * Runs in flight at once (running or queued) that a busy interval must have seen to count as a
+   * burst (default 1,000): see {@link LullPolicy}.
+   */
+  readonly minBurstRuns?: number;
 }
 
 /** What the policy reads at each interval. */
@@ -27,16 +32,22 @@ export interface LullReading {
   readonly utilization: number;
   /** Bytes used in V8's old generation now (its old and large-object spaces). */
   readonly oldSpaceBytes: number;
+  /** The most runs in flight at once (running or queued) during the interval. */
+  readonly runsInFlight: number;
 }
 
 /**
  * When to start a full collection: in a lull that follows a burst (enough intervals in a row under
  * the lull's utilization, within a few seconds of one over the burst's), once the old generation
  * grew by enough since the last full collection, not again until that one has ended, and not more
- * often than every few seconds. A load that stays moderate has no burst and is left to V8, whose own
- * collections mark incrementally. The spacing bounds what a load that pauses between seconds of
- * saturation pays: there, a collection at every pause would come more often than V8's own, each a
- * stop-the-world one. Pure, so that tests drive it with readings of their choosing.
+ * often than every few seconds. A burst is an interval of saturation that also saw many runs in
+ * flight at once: those are what a burst of admissions leaves in the old generation (each run's
+ * state lives through several young collections while it waits or runs). Saturation with few runs in
+ * flight (a steady stream of unary calls, however fast) is no burst: V8 collects it well enough on
+ * its own, and a collection forced at each of its pauses cost more than it saved (the bench's steady
+ * cases, which load and idle by turns, paid up to a fifth more CPU per call). A load that stays
+ * moderate has no burst either. The spacing bounds what bursts that come every second pay. Pure, so
+ * that tests drive it with readings of their choosing.
  */
 export class LullPolicy {
   readonly #lullUtilization: number;
@@ -45,6 +56,7 @@ export class LullPolicy {
   readonly #minLullIntervals: number;
   readonly #minSpacingIntervals: number;
   readonly #minGrowthBytes: number;
+  readonly #minBurstRuns: number;
   #baselineBytes: number;
   /** Intervals since the last one over the burst's utilization (Infinity: none since the last collection). */
   #sinceBurst = Number.POSITIVE_INFINITY;
@@ -62,6 +74,7 @@ export class LullPolicy {
     this.#minLullIntervals = options.minLullIntervals ?? 1;
     this.#minSpacingIntervals = options.minSpacingIntervals ?? 40;
     this.#minGrowthBytes = options.minGrowthBytes ?? 32 * 1024 * 1024;
+    this.#minBurstRuns = options.minBurstRuns ?? 1000;
     this.#baselineBytes = oldSpaceBytes;
   }
 
@@ -73,7 +86,8 @@ export class LullPolicy {
 
   /** Takes one interval's reading; whether to start a full collection now. */
   shouldCollect(reading: LullReading): boolean {
-    this.#sinceBurst = reading.utilization >= this.#burstUtilization ? 0 : this.#sinceBurst + 1;
+    const burst = reading.utilization >= this.#burstUtilization && reading.runsInFlight >= this.#minBurstRuns;
+    this.#sinceBurst = burst ? 0 : this.#sinceBurst + 1;
     this.#lullIntervals = reading.utilization < this.#lullUtilization ? this.#lullIntervals + 1 : 0;
     this.#sinceAsked += 1;
     if (this.#asked || this.#lullIntervals < this.#minLullIntervals) return false;
@@ -113,12 +127,15 @@ function oldSpaceBytes(): number {
  * longest stall"); a burst of 10,000 runs adds about 45 MB to the old generation, and the next
  * burst met a pause of 66–72 ms. The collection V8 runs when asked is a forced, stop-the-world one
  * ("async" only means it runs from a task, after this turn): 30–110 ms for 100–150 MB of heap, in
- * the lull. The server starts this with `--lull-collection` (off by default: under load that comes
- * and goes second by second it cost the bench's steady cases up to a fifth more CPU per call). Needs
- * `--expose-gc`, which the server ships with (server-node-flags.ts); without it this does nothing.
- * The timer never keeps the process alive.
+ * the lull. `takePeakRunsInFlight` gives the most runs in flight at once since it was last called
+ * (the server's admission counts them), for what counts as a burst (see {@link LullPolicy}). The
+ * server starts this unless `--no-lull-collection`. Needs `--expose-gc`, which the server ships with
+ * (server-node-flags.ts); without it this does nothing. The timer never keeps the process alive.
  */
-export function collectInLulls(options: LullCollectionOptions = {}): LullCollection {
+export function collectInLulls(
+  takePeakRunsInFlight: () => number,
+  options: LullCollectionOptions = {},
+): LullCollection {
   const gc = (globalThis as { gc?: ExposedGc }).gc;
   if (typeof gc !== "function") return { active: false, started: 0, stop: () => undefined };
   const policy = new LullPolicy(oldSpaceBytes(), options);
@@ -135,7 +152,8 @@ export function collectInLulls(options: LullCollectionOptions = {}): LullCollect
     const now = performance.eventLoopUtilization();
     const utilization = performance.eventLoopUtilization(now, last).utilization;
     last = now;
-    if (!policy.shouldCollect({ utilization, oldSpaceBytes: oldSpaceBytes() })) return;
+    const reading = { utilization, oldSpaceBytes: oldSpaceBytes(), runsInFlight: takePeakRunsInFlight() };
+    if (!policy.shouldCollect(reading)) return;
     started += 1;
     try {
       gc({ type: "major", execution: "async" });

@@ -122,9 +122,9 @@ describe("readConfig()", () => {
     expect(() => readConfig(["--max-specs-waiting-to-pack", "0"], {})).to.throw("--max-specs-waiting-to-pack");
   });
 
-  it("reads --lull-collection, off by default", () => {
-    expect(readConfig([], {}).lullCollection).to.equal(false);
-    expect(readConfig(["--lull-collection"], {}).lullCollection).to.equal(true);
-    expect(readConfig([], { TOOLRUNTIME_LULL_COLLECTION: "true" }).lullCollection).to.equal(true);
+  it("reads --no-lull-collection: the lull's collections are on by default", () => {
+    expect(readConfig([], {}).noLullCollection).to.equal(false);
+    expect(readConfig(["--no-lull-collection"], {}).noLullCollection).to.equal(true);
+    expect(readConfig([], { TOOLRUNTIME_NO_LULL_COLLECTION: "true" }).noLullCollection).to.equal(true);
   });
 });

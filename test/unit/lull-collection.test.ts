@@ -4,6 +4,8 @@ import { promisify } from "node:util";
 import { LullPolicy } from "../../src/async/lull-collection.js";
 
 const mb = 1024 * 1024;
+/** Runs in flight in the readings of the policy's tests: enough for a burst. */
+const burstRuns = 5000;
 
 type Phase = readonly ["busy" | "idle" | "moderate", number] | readonly ["promote" | "promoteSlowly", number];
 
@@ -20,9 +22,9 @@ interface ChildReport {
  * growth) through `phases`: `busy` keeps its event loop at full utilization for that many ms,
  * `moderate` at about a third, `idle` near none, `promote` moves that many MB of objects to the old
  * generation at once and lets them go, `promoteSlowly` a MB every 20 ms (a moderate load). With
- * `exposeGc` false it runs without `--expose-gc`.
+ * `exposeGc` false it runs without `--expose-gc`. Its runs in flight are `runsInFlight` throughout.
  */
-async function runChild(phases: readonly Phase[], exposeGc = true): Promise<ChildReport> {
+async function runChild(phases: readonly Phase[], exposeGc = true, runsInFlight = burstRuns): Promise<ChildReport> {
   const moduleUrl = new URL("../../src/async/lull-collection.js", import.meta.url).href;
   const script = `
     import { PerformanceObserver, constants } from "node:perf_hooks";
@@ -32,7 +34,7 @@ async function runChild(phases: readonly Phase[], exposeGc = true): Promise<Chil
       for (const entry of list.getEntries())
         if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors.push(performance.now());
     }).observe({ entryTypes: ["gc"] });
-    const collection = collectInLulls({ intervalMs: 50, burstMemoryIntervals: 20, minSpacingIntervals: 10, minGrowthBytes: 8 * 1024 * 1024 });
+    const collection = collectInLulls(() => ${runsInFlight}, { intervalMs: 50, burstMemoryIntervals: 20, minSpacingIntervals: 10, minGrowthBytes: 8 * 1024 * 1024 });
     const asks = [];
     let seen = 0;
     const watch = setInterval(() => {
@@ -83,42 +85,78 @@ describe("full collections in lulls", () => {
       minSpacingIntervals: 0,
       minGrowthBytes: 32 * mb,
     });
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 140 * mb }), "no burst yet").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 140 * mb }), "the burst").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 120 * mb }), "too little growth").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.5, oldSpaceBytes: 140 * mb }), "at the lull's threshold").to.equal(
-      false,
+    expect(
+      policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 140 * mb, runsInFlight: burstRuns }),
+      "no burst yet",
+    ).to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 140 * mb, runsInFlight: burstRuns }),
+      "the burst",
+    ).to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 120 * mb, runsInFlight: burstRuns }),
+      "too little growth",
+    ).to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0.5, oldSpaceBytes: 140 * mb, runsInFlight: burstRuns }),
+      "at the lull's threshold",
+    ).to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0.49, oldSpaceBytes: 132 * mb, runsInFlight: burstRuns })).to.equal(
+      true,
     );
-    expect(policy.shouldCollect({ utilization: 0.49, oldSpaceBytes: 132 * mb })).to.equal(true);
-    expect(policy.shouldCollect({ utilization: 0.6, oldSpaceBytes: 200 * mb }), "asked already").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 200 * mb }), "asked already").to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0.6, oldSpaceBytes: 200 * mb, runsInFlight: burstRuns }),
+      "asked already",
+    ).to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 200 * mb, runsInFlight: burstRuns }),
+      "asked already",
+    ).to.equal(false);
     policy.collected(60 * mb);
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 100 * mb }), "its burst is over").to.equal(false);
-    expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb })).to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 80 * mb }), "growth counts from 60 MB").to.equal(
-      false,
-    );
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 92 * mb })).to.equal(true);
+    expect(
+      policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 100 * mb, runsInFlight: burstRuns }),
+      "its burst is over",
+    ).to.equal(false);
+    expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb, runsInFlight: burstRuns })).to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 80 * mb, runsInFlight: burstRuns }),
+      "growth counts from 60 MB",
+    ).to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 92 * mb, runsInFlight: burstRuns })).to.equal(true);
   });
 
   it("remembers a burst for as many intervals as it is told, and leaves a steady moderate load to V8", () => {
     const policy = new LullPolicy(0, { burstMemoryIntervals: 3, minGrowthBytes: mb });
-    expect(policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 0 })).to.equal(false);
-    for (let interval = 0; interval < 4; interval++) policy.shouldCollect({ utilization: 0.7, oldSpaceBytes: 0 });
-    expect(policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 10 * mb }), "four intervals later").to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0.95, oldSpaceBytes: 0, runsInFlight: burstRuns })).to.equal(false);
+    for (let interval = 0; interval < 4; interval++)
+      policy.shouldCollect({ utilization: 0.7, oldSpaceBytes: 0, runsInFlight: burstRuns });
+    expect(
+      policy.shouldCollect({ utilization: 0.1, oldSpaceBytes: 10 * mb, runsInFlight: burstRuns }),
+      "four intervals later",
+    ).to.equal(false);
     for (let interval = 0; interval < 100; interval++)
-      expect(policy.shouldCollect({ utilization: 0.4, oldSpaceBytes: (10 + interval) * mb })).to.equal(false);
+      expect(
+        policy.shouldCollect({ utilization: 0.4, oldSpaceBytes: (10 + interval) * mb, runsInFlight: burstRuns }),
+      ).to.equal(false);
   });
 
   it("waits for a lull of as many intervals in a row as it is told: a pause of a second between bursts is none", () => {
     const policy = new LullPolicy(0, { minLullIntervals: 4, minSpacingIntervals: 0, minGrowthBytes: mb });
     for (let cycle = 0; cycle < 10; cycle++) {
       for (let interval = 0; interval < 4; interval++)
-        expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb })).to.equal(false);
+        expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb, runsInFlight: burstRuns })).to.equal(
+          false,
+        );
       for (let interval = 0; interval < 3; interval++)
-        expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb }), `cycle ${cycle}`).to.equal(false);
+        expect(
+          policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb, runsInFlight: burstRuns }),
+          `cycle ${cycle}`,
+        ).to.equal(false);
     }
-    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb }), "the fourth in a row").to.equal(true);
+    expect(
+      policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb, runsInFlight: burstRuns }),
+      "the fourth in a row",
+    ).to.equal(true);
   });
 
   it("asks no more often than its spacing allows, however many bursts and lulls come", () => {
@@ -126,7 +164,7 @@ describe("full collections in lulls", () => {
     const asks: number[] = [];
     for (let interval = 0; interval < 60; interval++) {
       const burst = interval % 4 < 2;
-      if (policy.shouldCollect({ utilization: burst ? 1 : 0, oldSpaceBytes: 100 * mb })) {
+      if (policy.shouldCollect({ utilization: burst ? 1 : 0, oldSpaceBytes: 100 * mb, runsInFlight: burstRuns })) {
         asks.push(interval);
         policy.collected(0);
       }
@@ -134,12 +172,23 @@ describe("full collections in lulls", () => {
     expect(asks).to.deep.equal([2, 14, 26, 38, 50]);
   });
 
+  it("takes saturation with few runs in flight for no burst: a steady stream of calls is left to V8", () => {
+    const policy = new LullPolicy(0, { minGrowthBytes: mb, minBurstRuns: 1000 });
+    expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb, runsInFlight: 999 })).to.equal(false);
+    expect(
+      policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb, runsInFlight: 0 }),
+      "999 in flight",
+    ).to.equal(false);
+    expect(policy.shouldCollect({ utilization: 1, oldSpaceBytes: 100 * mb, runsInFlight: 1000 })).to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 100 * mb, runsInFlight: 0 }), "1,000").to.equal(true);
+  });
+
   it("counts growth from a full collection V8 started itself", () => {
     const policy = new LullPolicy(100 * mb, { minGrowthBytes: 32 * mb });
     policy.collected(140 * mb);
-    policy.shouldCollect({ utilization: 1, oldSpaceBytes: 140 * mb });
-    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 150 * mb })).to.equal(false);
-    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 172 * mb })).to.equal(true);
+    policy.shouldCollect({ utilization: 1, oldSpaceBytes: 140 * mb, runsInFlight: burstRuns });
+    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 150 * mb, runsInFlight: burstRuns })).to.equal(false);
+    expect(policy.shouldCollect({ utilization: 0, oldSpaceBytes: 172 * mb, runsInFlight: burstRuns })).to.equal(true);
   });
 
   it("starts a full collection in the lull after each burst that grew the old generation, and V8 runs it", async () => {
@@ -175,6 +224,19 @@ describe("full collections in lulls", () => {
       ["idle", 600],
     ]);
     expect(little.startedAfter, "1 MB").to.deep.equal([0, 0, 0]);
+  });
+
+  it("starts none after saturation with few runs in flight", async () => {
+    const report = await runChild(
+      [
+        ["busy", 300],
+        ["promote", 32],
+        ["idle", 600],
+      ],
+      true,
+      10,
+    );
+    expect(report.startedAfter).to.deep.equal([0, 0, 0]);
   });
 
   it("does nothing without --expose-gc", async () => {
