@@ -98,7 +98,6 @@ export class Admission {
   readonly #runningByTool = new ToolCounts();
   #running = 0;
   #maxQueuedSeen = 0;
-  #peakInFlight = 0;
 
   constructor(options: AdmissionOptions = {}) {
     this.maxConcurrent = options.maxConcurrent ?? defaultMaxConcurrentRuns;
@@ -118,17 +117,6 @@ export class Admission {
   /** The longest the queue has been. */
   get maxQueuedSeen(): number {
     return this.#maxQueuedSeen;
-  }
-
-  /**
-   * The most runs in flight at once (running and queued together) since the previous call, or
-   * since the start: at least as many as now. Each call starts a new span from the runs now.
-   */
-  takePeakInFlight(): number {
-    const now = this.#running + this.#queued;
-    const peak = Math.max(this.#peakInFlight, now);
-    this.#peakInFlight = now;
-    return peak;
   }
 
   /**
@@ -158,8 +146,6 @@ export class Admission {
     }
     waiter.immediate = immediate;
     waiter.position = position;
-    const inFlight = this.#running + this.#queued;
-    if (inFlight > this.#peakInFlight) this.#peakInFlight = inFlight;
     return waiter;
   }
 

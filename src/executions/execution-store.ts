@@ -42,6 +42,7 @@ export class ExecutionStore {
   readonly #addListeners = new Set<(record: ExecutionRecord) => void>();
   #finishedBytes = 0;
   #evicted = 0;
+  #peakLive = 0;
 
   constructor(options: RetentionOptions = {}) {
     this.maxRetained = options.maxRetained ?? 10_000;
@@ -70,9 +71,21 @@ export class ExecutionStore {
     return this.#evicted;
   }
 
+  /**
+   * The most runs live at once (awaiting approval, queued or running) since the previous call, or
+   * since the start: at least as many as now. Each call starts a new span from the runs now.
+   */
+  takePeakLive(): number {
+    const now = this.#live.size;
+    const peak = Math.max(this.#peakLive, now);
+    this.#peakLive = now;
+    return peak;
+  }
+
   /** Adds the record of a new run, and tells the listeners of {@link onAdd}. */
   add(record: ExecutionRecord): void {
     this.#live.set(record.id, record);
+    if (this.#live.size > this.#peakLive) this.#peakLive = this.#live.size;
     if (record.init.idempotencyKey !== "") this.#byIdempotencyKey.set(idempotencyIndex(record), record);
     // Most servers have no listener (a WatchExecutions feed): no iterator is made for none.
     if (this.#addListeners.size > 0) for (const listener of this.#addListeners) listener(record);

@@ -10,20 +10,6 @@ async function hasSettled(promise: Promise<unknown>): Promise<boolean> {
 }
 
 describe("Admission", () => {
-  it("gives the most runs in flight at once since it was last asked, running and queued together", () => {
-    const admission = new Admission({ maxConcurrent: 2, maxQueued: 4 });
-    expect(admission.takePeakInFlight(), "none yet").to.equal(0);
-    const tickets = [0, 1, 2].map(() => admission.admit("demo.a", 0));
-    expect([admission.running, admission.queued]).to.deep.equal([2, 1]);
-    for (const ticket of tickets) ticket.release();
-    expect(admission.takePeakInFlight(), "three, though none is left").to.equal(3);
-    expect(admission.takePeakInFlight(), "a new span").to.equal(0);
-    const held = admission.admit("demo.a", 0);
-    expect(admission.takePeakInFlight(), "at least the runs now").to.equal(1);
-    expect(admission.takePeakInFlight(), "still in flight").to.equal(1);
-    held.release();
-  });
-
   it("grants a free slot at once, whether `granted` is read before or after, and counts it until released", async () => {
     const admission = new Admission({ maxConcurrent: 2, maxQueued: 4 });
     const first = admission.admit("demo.a", 0);
