@@ -1,6 +1,6 @@
 /**
- * Health under a stream flood: starts `node dist/src/main.js` (the defaults unless server flags are
- * given after `--`), floods one port with RunTool calls from another process (20 HTTP/2
+ * Health under a stream flood: starts `node dist/src/main.js` with the Node flags the server ships
+ * with (src/server-node-flags.ts; the defaults unless server flags are given after `--`), floods one port with RunTool calls from another process (20 HTTP/2
  * connections × 1,000 calls by default), and meanwhile probes GET /healthz and grpc.health.v1
  * Check every 50 ms, each probe on a fresh connection as a Kubernetes probe would. Reports worst
  * and p99 probe latency, the server's peak RSS and the flood's outcomes.
@@ -20,6 +20,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { serverNodeFlags } from "../src/server-node-flags.js";
 import { startFlood, type FloodReport } from "../test/support/flood-client.js";
 import { percentileOfSorted } from "./lib/stats.js";
 
@@ -182,7 +183,10 @@ async function eventLoopMaxMs(httpUrl: string): Promise<number> {
 }
 
 async function floodOnce(port: "http" | "grpc"): Promise<FloodResult> {
-  const nodeFlags = flags["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", flags["cpu-prof"]] : [];
+  const nodeFlags = [
+    ...serverNodeFlags,
+    ...(flags["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", flags["cpu-prof"]] : []),
+  ];
   const server = await startServerProcess(serverFlags, nodeFlags);
   try {
     await probeHealthz(server.httpUrl);
