@@ -302,7 +302,7 @@ const options: readonly OptionSpec[] = [
     flag: "no-lull-collection",
     kind: "boolean",
     fallback: false,
-    text: "leave V8 to start its full garbage collections, rather than start one in the lull after a burst of runs (1,000 or more live at once) so that it does not come in the middle of the next burst; the server starts them only with node's --expose-gc, which npm start passes. With them, the second of two 10,000-run bursts met an event-loop p99 of 27–39 ms instead of 57–119 ms",
+    text: "leave V8 to start its full garbage collections, rather than start one in the lull after a burst of runs (1,000 or more queued or running at once) so that it does not come in the middle of the next burst; the server starts them only with node's --expose-gc, which npm start passes. With them, the second of two 10,000-run bursts met an event-loop p99 of 27–39 ms instead of 57–119 ms",
   },
   {
     key: "tlsCert",

@@ -75,8 +75,8 @@ async function main(): Promise<void> {
   });
   // Full collections in the lull after a burst of runs rather than in the middle of the next one
   // (it needs --expose-gc, which npm start and the toolruntime executable pass).
-  const runs = server.runtime.executions.store;
-  if (!config.noLullCollection && !collectInLulls(() => runs.takePeakLive()).active)
+  const executions = server.runtime.executions;
+  if (!config.noLullCollection && !collectInLulls(() => executions.takePeakRunsInFlight()).active)
     logger.debug("without node's --expose-gc, V8 alone decides when to collect (see --no-lull-collection)");
   const names = tools.map((tool) => tool.spec.name).join(", ") || "(none)";
   process.stdout.write(

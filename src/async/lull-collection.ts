@@ -20,7 +20,7 @@ export interface LullCollectionOptions {
   /** Growth of the old generation since the last full collection that makes one worth starting, in bytes (default 32 MiB). */
   readonly minGrowthBytes?: number;
   /**
-   * Runs in flight at once (live: awaiting approval, queued or running) that a busy interval must
+   * Runs in flight at once (queued or running; not awaiting approval) that a busy interval must
    * have seen to count as a burst (default 1,000): see {@link LullPolicy}.
    */
   readonly minBurstRuns?: number;
@@ -32,7 +32,7 @@ export interface LullReading {
   readonly utilization: number;
   /** Bytes used in V8's old generation now (its old and large-object spaces). */
   readonly oldSpaceBytes: number;
-  /** The most runs in flight at once (live: awaiting approval, queued or running) during the interval. */
+  /** The most runs in flight at once (queued or running) during the interval. */
   readonly runsInFlight: number;
 }
 
@@ -128,7 +128,7 @@ function oldSpaceBytes(): number {
  * burst met a pause of 66–72 ms. The collection V8 runs when asked is a forced, stop-the-world one
  * ("async" only means it runs from a task, after this turn): 30–110 ms for 100–150 MB of heap, in
  * the lull. `takePeakRunsInFlight` gives the most runs in flight at once since it was last called
- * (the server's store of runs counts them), for what counts as a burst (see {@link LullPolicy}). The
+ * (the execution manager counts them), for what counts as a burst (see {@link LullPolicy}). The
  * server starts this unless `--no-lull-collection`. Needs `--expose-gc`, which the server ships with
  * (server-node-flags.ts); without it this does nothing. The timer never keeps the process alive.
  */

@@ -141,6 +141,8 @@ export class ExecutionManager {
   readonly #stopGraceMs: number;
   readonly #sweeper: NodeJS.Timeout;
   #ordinal = 0;
+  /** Runs waiting for a decision now: live, but not what a burst of runs is made of. */
+  #awaitingApproval = 0;
 
   constructor(options: ExecutionManagerOptions = {}) {
     this.admission = new Admission(options);
@@ -348,6 +350,15 @@ export class ExecutionManager {
     } finally {
       stopListening?.();
     }
+  }
+
+  /**
+   * The most runs in flight at once (queued or running here) since the previous call, at least
+   * those now: the store's peak of live runs less the runs awaiting approval now (a backlog of
+   * approvals is no burst). For the lull's collections (see async/lull-collection.ts).
+   */
+  takePeakRunsInFlight(): number {
+    return Math.max(0, this.store.takePeakLive() - this.#awaitingApproval);
   }
 
   /** Cancels every live run (shutdown). */
@@ -648,9 +659,11 @@ export class ExecutionManager {
     );
     let stopListening: (() => void) | undefined;
     const cancelled = new Promise<undefined>((resolve) => (stopListening = signal.onAbort(() => resolve(undefined))));
+    this.#awaitingApproval += 1;
     try {
       return await Promise.race([decision, cancelled]);
     } finally {
+      this.#awaitingApproval -= 1;
       clearTimeout(timer);
       stopListening?.();
     }

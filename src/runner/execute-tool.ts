@@ -75,7 +75,7 @@ export interface ExecuteOptions {
    * Set by the execution manager: the metadata gets the facts it fills in once the run ends
    * (`attempts`, the state timings, `writes`) from the start, with placeholder values, so that
    * filling them in changes values rather than the object's shape (which costs an allocation per
-   * added fact). Its `attempt` is in the metadata whatever the order, 1 when not set.
+   * added fact).
    */
   readonly reserveRunFacts?: boolean | undefined;
 }
@@ -387,15 +387,17 @@ class ToolExecution implements RunInfo, HandlerContextActions {
    * of a literal take V8's slow generic path. `outputBytes` is given for a successful run: a run the
    * execution manager makes has it in its literal, since a fact added later gives the object a
    * second backing store (about 40 bytes more in each retained record, and a map transition); so
-   * does its `attempt`.
+   * does its `attempt`. (A run with a trace id, a checkpoint or extra facts still gets one.)
    */
   #metadata(durationMs: number, outputBytes?: number): JsonObject {
     const options = this.options;
     const startedAtMs = this.#startedAtMs;
     const startedAtText = isoTime(startedAtMs);
     const finishedAtText = isoTime(startedAtMs + durationMs);
+    // The execution manager's attempts set both; an embedder's call may set one alone.
+    const managed = options.reserveRunFacts === true && options.attempt !== undefined;
     const facts: JsonObject =
-      options.reserveRunFacts && outputBytes !== undefined
+      managed && outputBytes !== undefined
         ? {
             execution_id: options.executionId,
             tool_name: this.prepared.tool.spec.name,
@@ -409,10 +411,10 @@ class ToolExecution implements RunInfo, HandlerContextActions {
             queued_ms: 0,
             running_ms: 0,
             writes: false,
-            attempt: options.attempt ?? 1,
+            attempt: options.attempt,
             output_bytes: outputBytes,
           }
-        : options.reserveRunFacts
+        : managed
           ? {
               execution_id: options.executionId,
               tool_name: this.prepared.tool.spec.name,
@@ -426,7 +428,7 @@ class ToolExecution implements RunInfo, HandlerContextActions {
               queued_ms: 0,
               running_ms: 0,
               writes: false,
-              attempt: options.attempt ?? 1,
+              attempt: options.attempt,
             }
           : {
               execution_id: options.executionId,
@@ -437,12 +439,14 @@ class ToolExecution implements RunInfo, HandlerContextActions {
               timeout_ms: this.prepared.timeoutMs,
               capabilities: capabilityFlags(this.prepared.tool),
             };
+    if (options.reserveRunFacts && !managed) reserveRunFacts(facts);
     // A traceparent reads "version-traceid-spanid-flags".
     const traceId = options.traceParent?.split("-")[1];
     if (traceId) facts["trace_id"] = traceId;
-    if (options.attempt !== undefined && !options.reserveRunFacts) facts["attempt"] = options.attempt;
+    if (options.attempt !== undefined && !managed) facts["attempt"] = options.attempt;
     if (options.extraMetadata) Object.assign(facts, options.extraMetadata);
-    if (outputBytes !== undefined && !options.reserveRunFacts) facts["output_bytes"] = outputBytes;
+    // The size measured wins over extra metadata of that name, as it always did.
+    if (outputBytes !== undefined && (!managed || options.extraMetadata)) facts["output_bytes"] = outputBytes;
     return facts;
   }
 
@@ -556,6 +560,15 @@ class ToolExecution implements RunInfo, HandlerContextActions {
       }
     }
   }
+}
+
+/** The facts the execution manager fills in at a run's end, with placeholder values (see ExecuteOptions.reserveRunFacts). */
+function reserveRunFacts(facts: JsonObject): void {
+  facts["attempts"] = 0;
+  facts["awaiting_approval_ms"] = 0;
+  facts["queued_ms"] = 0;
+  facts["running_ms"] = 0;
+  facts["writes"] = false;
 }
 
 /**

@@ -443,3 +443,62 @@ describe("ExecutionManager under load", () => {
     close();
   });
 });
+
+describe("ExecutionManager: what a run's metadata and the lull's collections read", () => {
+  it("gives a managed run's metadata its attempt, and output_bytes when it succeeded", async () => {
+    const { start, close } = harness([
+      defineTool({ name: "facts.ok", handler: () => ({ answer: 42 }) }),
+      defineTool({
+        name: "facts.fails",
+        handler: () => {
+          throw new Error("no");
+        },
+      }),
+    ]);
+    const succeeded = await start("facts.ok").done;
+    expect(succeeded.metadata?.["attempt"]).to.equal(1);
+    expect(succeeded.metadata?.["attempts"]).to.equal(1);
+    expect(succeeded.metadata?.["output_bytes"]).to.equal(JSON.stringify({ answer: 42 }).length);
+    const failed = await start("facts.fails").done;
+    expect(failed.success).to.equal(false);
+    expect(failed.metadata?.["attempt"]).to.equal(1);
+    expect(failed.metadata ?? {}).to.not.have.property("output_bytes");
+    close();
+  });
+
+  it("keeps an embedder's reservation without an attempt as it was, and the measured output size over extra facts", async () => {
+    const { runtime, close } = harness([defineTool({ name: "facts.direct", handler: () => ({ answer: 42 }) })]);
+    const runner = runtime.runners.createPrivate();
+    runner.activate("facts.direct");
+    const { result } = await runner.execute(
+      "facts.direct",
+      {},
+      { reserveRunFacts: true, extraMetadata: { output_bytes: 5, note: "extra" } },
+    );
+    expect(result.metadata ?? {}).to.not.have.property("attempt");
+    expect(result.metadata?.["attempts"]).to.equal(0);
+    expect(result.metadata?.["note"]).to.equal("extra");
+    expect(result.metadata?.["output_bytes"]).to.equal(JSON.stringify({ answer: 42 }).length);
+    close();
+  });
+
+  it("counts runs queued or running as in flight, not runs awaiting approval", async () => {
+    const gate = deferred<JsonObject>();
+    const { start, runtime, close } = harness([
+      defineTool({ name: "flight.approve", capabilities: { humanApprovalRequired: true }, handler: () => ({}) }),
+      defineTool({ name: "flight.gate", handler: () => gate.promise }),
+    ]);
+    const awaiting = [start("flight.approve"), start("flight.approve"), start("flight.approve")];
+    for (const record of awaiting) await until(record, "awaitingApproval");
+    const running = [start("flight.gate"), start("flight.gate")];
+    for (const record of running) await until(record, "executionStarted");
+    expect(runtime.executions.takePeakRunsInFlight(), "five live, three awaiting approval").to.equal(2);
+    gate.resolve({});
+    for (const record of running) await record.done;
+    expect(runtime.executions.takePeakRunsInFlight(), "the two were live in this span").to.equal(2);
+    expect(runtime.executions.takePeakRunsInFlight(), "none now").to.equal(0);
+    for (const record of awaiting) runtime.executions.decide(record.id, false, record.inputsDigest, "tester", "");
+    for (const record of awaiting) await record.done;
+    close();
+  });
+});
