@@ -14,10 +14,11 @@ import type { Logger } from "pino";
 import { peerCertificateKey } from "./call-context.js";
 import type { CallLimiter } from "./call-limiter.js";
 import { sendPaced, type CallPacer } from "./call-pacer.js";
-import { toBinaryFast, toFramedBinaryFast } from "../codec/fast-binary.js";
+import { grpcFramePrefixBytes, toBinaryFast, toFramedBinaryFast } from "../codec/fast-binary.js";
 import { decodeFailureReason } from "../codec/decode-failure.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { ChurnSet } from "../collections/churn-set.js";
+import { frameWriterFor } from "./grpc-frame-writer.js";
 import { GrpcHandlerContext, newContextValues } from "./grpc-handler-context.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { createBatchSender, type BatchSender, type StreamingCall } from "./grpc-stream-sender.js";
@@ -221,14 +222,15 @@ function serveUnary(
   }
   return answer instanceof Promise
     ? answer.then(
-        (response: unknown) => respond(callback, method, context, options, response),
+        (response: unknown) => respond(call, callback, method, context, options, response),
         (error: unknown) => fail(callback, context, options, error),
       )
-    : respond(callback, method, context, options, answer);
+    : respond(call, callback, method, context, options, answer);
 }
 
 /** Sends a unary call's response, when the pacer lets it (see sendPaced). Never throws. */
 function respond(
+  call: ServerUnaryCall<Buffer, Buffer>,
   callback: sendUnaryData<Buffer>,
   method: DescMethod,
   context: GrpcHandlerContext,
@@ -236,12 +238,30 @@ function respond(
   response: unknown,
 ): Promise<void> | undefined {
   try {
-    const bytes = encode(method.output, response);
+    const frame = toFramedBinaryFast(method.output, [response as object]);
     context.markAnswered();
-    return sendPaced(options.pacer, () => callback(null, bytes));
+    return sendPaced(options.pacer, () => sendUnaryFrame(call, callback, frame));
   } catch (error) {
     fail(callback, context, options, error);
     return undefined;
+  }
+}
+
+/**
+ * Sends a unary call's response, `frame` (the message in its gRPC frame), and ends the call with
+ * OK: straight to the call's HTTP/2 stream when grpc-js allows (see grpc-frame-writer.ts), in the
+ * order grpc-js would (headers, the message, the status in trailers), without grpc-js's copy of
+ * the message into a frame of its own and its wait for the write before the status. Through
+ * grpc-js otherwise, and for a response over the size limit, which grpc-js refuses itself
+ * (RESOURCE_EXHAUSTED).
+ */
+function sendUnaryFrame(call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>, frame: Buffer): void {
+  const writer = frameWriterFor(call as unknown as ServerWritableStream<Buffer, Buffer>);
+  if (writer?.ready() && writer.fits(frame.length - grpcFramePrefixBytes)) {
+    writer.write(frame, 1);
+    writer.endOk();
+  } else {
+    callback(null, frame.subarray(grpcFramePrefixBytes));
   }
 }
 

@@ -1,6 +1,13 @@
-import { Metadata, ServerInterceptingCall, type ServerInterceptingCallInterface } from "@grpc/grpc-js";
+import type { Metadata } from "@grpc/grpc-js";
+import {
+  ServerInterceptingCall,
+  status as Status,
+  type ServerInterceptingCallInterface,
+  type StatusObject,
+} from "@grpc/grpc-js";
 import type { Writable } from "node:stream";
 import { grpcFramePrefixBytes as prefixBytes } from "../codec/fast-binary.js";
+import { dateHeaders } from "./date-header.js";
 import { UnaryRequestGuard } from "./incomplete-request-interceptor.js";
 
 /**
@@ -39,6 +46,11 @@ export interface FrameWriter {
   drained(): Promise<void>;
   /** Bytes waiting in the HTTP/2 stream's buffer (written, not yet taken by the HTTP/2 session). */
   readonly bufferedBytes: number;
+  /**
+   * Ends the call with OK through its interceptors, as grpc-js ends a unary call once its response
+   * is written: the status goes in the trailers, after what was written.
+   */
+  endOk(): void;
 }
 
 /** The parts of grpc-js's BaseServerInterceptingCall the writer uses (internal to grpc-js). */
@@ -49,6 +61,17 @@ interface BaseCall {
   readonly maxSendMessageSize: number;
   readonly callEventTracker?: { addMessageSent(): void } | null;
 }
+
+/** The call under a ServerWritableStream: the first of its interceptors (internal to grpc-js). */
+interface StatusSender {
+  sendStatus(status: PartialStatus): void;
+}
+
+/** A status with its trailers' metadata optional, as grpc-js's calls take it. */
+type PartialStatus = Pick<StatusObject, "code" | "details"> & { readonly metadata: Metadata | null };
+
+/** The status grpc-js ends an answered unary call with. */
+const okStatus: PartialStatus = { code: Status.OK, details: "OK", metadata: null };
 
 /** A grpc-js server call as the handler receives it: a ServerWritableStream or ServerDuplexStream. */
 type ServerCall = Writable & { readonly cancelled: boolean; sendMetadata(metadata: Metadata): void };
@@ -86,7 +109,7 @@ class DirectFrameWriter implements FrameWriter {
   ready(): boolean {
     if (this.#call.writableLength > 0 || !this.#live()) return false;
     // grpc-js sends the headers before the first message; interceptors see them on the way.
-    if (!this.#base.metadataSent) this.#call.sendMetadata(new Metadata());
+    if (!this.#base.metadataSent) this.#call.sendMetadata(dateHeaders());
     return this.#base.metadataSent;
   }
 
@@ -107,6 +130,10 @@ class DirectFrameWriter implements FrameWriter {
     return this.#base.stream.write(frames, (error) => {
       if (!error && tracker) for (let i = 0; i < count; i++) tracker.addMessageSent();
     });
+  }
+
+  endOk(): void {
+    (this.#call as unknown as { readonly call: StatusSender }).call.sendStatus(okStatus);
   }
 
   drained(): Promise<void> {

@@ -1,10 +1,12 @@
-import type {
-  ServerInterceptingCall,
-  ServerInterceptingCallInterface,
-  ServerInterceptor,
-  StatusObject,
+import {
+  Metadata,
+  type ServerInterceptingCall,
+  type ServerInterceptingCallInterface,
+  type ServerInterceptor,
+  type StatusObject,
 } from "@grpc/grpc-js";
 import { pino } from "pino";
+import { dateHeaders, withDateHeader } from "./date-header.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { toConnectError } from "./to-connect-error.js";
@@ -41,8 +43,8 @@ export function incompleteRequestInterceptor(): ServerInterceptor {
 
 /**
  * A call that takes one request as grpc-js serves it, except that a request stream without a
- * message is answered here. It passes messages and headers on untouched, so a frame writer may go
- * around it to the call it wraps (grpc-frame-writer.ts).
+ * message is answered here. It passes messages on untouched, so a frame writer may go around it to
+ * the call it wraps (grpc-frame-writer.ts); the response headers it sends carry `date`.
  */
 export class UnaryRequestGuard implements ServerInterceptingCallInterface {
   constructor(
@@ -50,17 +52,29 @@ export class UnaryRequestGuard implements ServerInterceptingCallInterface {
     private readonly incomplete: StatusObject,
   ) {}
 
+  /** Whether the response headers went (they carry `date`: see date-header.ts). */
+  #headersSent = false;
+
   start(listener: CallListener): void {
     this.call.start(new RequestListener(listener, this.call, this.incomplete));
   }
   sendMetadata(metadata: Parameters<ServerInterceptingCallInterface["sendMetadata"]>[0]): void {
-    this.call.sendMetadata(metadata);
+    this.#headersSent = true;
+    this.call.sendMetadata(withDateHeader(metadata));
   }
   sendMessage(message: unknown, callback: () => void): void {
+    // grpc-js would send headers of its own (without `date`) before the first message.
+    if (!this.#headersSent) {
+      this.#headersSent = true;
+      this.call.sendMetadata(dateHeaders());
+    }
     this.call.sendMessage(message, callback);
   }
   sendStatus(status: Parameters<ServerInterceptingCallInterface["sendStatus"]>[0]): void {
-    this.call.sendStatus(status);
+    // A status before any headers is a trailers-only response: its trailers are the headers.
+    this.call.sendStatus(
+      this.#headersSent ? status : { ...status, metadata: withDateHeader(status.metadata ?? new Metadata()) },
+    );
   }
   startRead(): void {
     this.call.startRead();
