@@ -16,6 +16,7 @@ import {
 import type http from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "pino";
+import { httpDate } from "./date-header.js";
 import type { BodyAwareHandler } from "./http-call-limit.js";
 import { noAuthorityMessage, requestUrlOf } from "./request-url.js";
 
@@ -74,6 +75,8 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): Co
       response.end();
       return;
     }
+    // Over HTTP/2 the response carries the date Node would add itself (see date-header.ts).
+    if ("stream" in response) response.setHeader("date", httpDate());
     const universalRequest = universalRequestOf(request, response, options.contextValues(request), body);
     if (universalRequest === undefined) {
       response.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
