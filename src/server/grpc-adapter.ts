@@ -327,9 +327,9 @@ function serveSettled(
     failSettled(call, settled, context, options, error);
     return undefined;
   }
-  if (typeof sending === "boolean") return endSettled(call, settled, sending, context, options);
+  if (typeof sending === "boolean") return endSettled(call, settled, send, sending, context, options);
   return sending.then(
-    (sent) => endSettled(call, settled, sent, context, options),
+    (sent) => endSettled(call, settled, send, sent, context, options),
     (error: unknown) => failSettled(call, settled, context, options, error),
   );
 }
@@ -337,6 +337,7 @@ function serveSettled(
 function endSettled(
   call: StreamingCall,
   settled: SettledStream<unknown>,
+  send: BatchSender,
   sent: boolean,
   context: GrpcHandlerContext,
   options: GrpcAdapterOptions,
@@ -358,7 +359,7 @@ function endSettled(
   }
   settled.onEnd?.(0);
   context.markAnswered();
-  return sendPaced(options.pacer, () => call.end());
+  return sendPaced(options.pacer, send.end);
 }
 
 function failSettled(
@@ -390,7 +391,7 @@ async function serveBatches(
       if (!(await send(next.value))) return;
     }
     context.markAnswered();
-    const ending = sendPaced(options.pacer, () => call.end());
+    const ending = sendPaced(options.pacer, send.end);
     if (ending) await ending;
   } catch (error) {
     if (call.cancelled) return;

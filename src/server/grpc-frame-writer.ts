@@ -51,6 +51,12 @@ export interface FrameWriter {
    * is written: the status goes in the trailers, after what was written.
    */
   endOk(): void;
+  /**
+   * Whether {@link endOk} may end a stream now instead of `call.end()`: the call goes on, its
+   * headers went (an empty stream's end is grpc-js's trailers-only answer) and nothing waits in
+   * grpc-js's own buffer (what did went to the HTTP/2 stream, ahead of the end).
+   */
+  endsAtOnce(): boolean;
 }
 
 /** The parts of grpc-js's BaseServerInterceptingCall the writer uses (internal to grpc-js). */
@@ -130,6 +136,10 @@ class DirectFrameWriter implements FrameWriter {
     return this.#base.stream.write(frames, (error) => {
       if (!error && tracker) for (let i = 0; i < count; i++) tracker.addMessageSent();
     });
+  }
+
+  endsAtOnce(): boolean {
+    return this.#call.writableLength === 0 && this.#base.metadataSent && this.#live();
   }
 
   endOk(): void {

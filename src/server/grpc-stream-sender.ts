@@ -19,7 +19,15 @@ export const maxBytesPerWrite = 16 * 1024;
  * out in one write that needed no wait (the pacer let it go, the stream's buffer took it), as a
  * promise otherwise.
  */
-export type BatchSender = (batch: readonly unknown[]) => boolean | Promise<boolean>;
+export type BatchSender = ((batch: readonly unknown[]) => boolean | Promise<boolean>) & {
+  /**
+   * Ends the call with OK once what was sent is on its way: through the FrameWriter when it can
+   * (FrameWriter.endsAtOnce), which spares grpc-js's stream its end (a `Writable` ending: its
+   * state, `final` and `finish` on later ticks) for the status it sends in the end; `call.end()`
+   * otherwise.
+   */
+  readonly end: () => void;
+};
 
 /**
  * Creates the sender of `call`'s batches (see message-batches.ts). Each message is encoded with
@@ -95,7 +103,7 @@ export function createBatchSender(
   // A batch that fits in one write is encoded once and written at once: the common case (a run's
   // events recorded in one turn), sent without a promise unless the pacer or the stream makes it
   // wait. Any other batch goes in steps (sendInSteps), with the messages already encoded.
-  return (batch) => {
+  const send = (batch: readonly unknown[]): boolean | Promise<boolean> => {
     if (call.cancelled) return false;
     if (batch.length === 0) return true;
     if (!writer) return sendInSteps(batch, []);
@@ -104,6 +112,11 @@ export function createBatchSender(
     const waiting = writeTogether(writer, frames, batch.length);
     return waiting ? waiting.then(() => true) : true;
   };
+  const end = (): void => {
+    if (writer?.endsAtOnce()) writer.endOk();
+    else call.end();
+  };
+  return Object.assign(send, { end });
 
   async function sendInSteps(batch: readonly unknown[], encoded: readonly Buffer[]): Promise<boolean> {
     let together: Buffer[] = [];

@@ -11,6 +11,7 @@ import {
   type ServiceError,
 } from "@grpc/grpc-js";
 import { expect } from "chai";
+import http2 from "node:http2";
 import { framesOf, frameWriterFor, type FrameWriter } from "../../src/server/grpc-frame-writer.js";
 import { incompleteRequestInterceptor } from "../../src/server/incomplete-request-interceptor.js";
 import { createBatchSender, maxBytesPerWrite, type BatchSender } from "../../src/server/grpc-stream-sender.js";
@@ -115,6 +116,71 @@ describe("Batches of a stream on the gRPC port", () => {
         "one handling messages": false,
         "one handling headers": false,
       });
+    });
+  });
+
+  describe("BatchSender.end()", () => {
+    /** The raw answer to one call of the test method: headers, trailers, and the messages' count. */
+    function rawCall(
+      port: number,
+    ): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; messages: number }> {
+      return new Promise((resolve, reject) => {
+        const session = http2.connect(`http://127.0.0.1:${port}`);
+        session.on("error", reject);
+        const stream = session.request({
+          ":method": "POST",
+          ":path": path,
+          "content-type": "application/grpc",
+          te: "trailers",
+        });
+        let headers: http2.IncomingHttpHeaders = {};
+        let trailers: http2.IncomingHttpHeaders = {};
+        const chunks: Buffer[] = [];
+        stream.on("response", (received: http2.IncomingHttpHeaders) => (headers = received));
+        stream.on("trailers", (received: http2.IncomingHttpHeaders) => (trailers = received));
+        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+        stream.on("error", reject);
+        stream.on("close", () => {
+          session.close();
+          const body = Buffer.concat(chunks);
+          let messages = 0;
+          for (let at = 0; at < body.length; at += 5 + body.readUInt32BE(at + 1)) messages += 1;
+          resolve({ headers, trailers, messages });
+        });
+        stream.end(Buffer.alloc(5));
+      });
+    }
+
+    for (const [name, interceptors] of [
+      ["through the frame writer", [serversOwn]],
+      ["through grpc-js (an interceptor handles messages)", [countsMessages]],
+    ] as const) {
+      it(`ends with OK in the trailers after every message sent, ${name}`, async () => {
+        const started = await startServer([...interceptors], () => handler);
+        server = started.server;
+        handler = async (call) => {
+          const send = createBatchSender(call, (index) => message(index as number, 100), undefined);
+          expect(await send([0, 1, 2])).to.equal(true);
+          send.end();
+        };
+        const answer = await rawCall(started.port);
+        expect(answer.headers[":status"]).to.equal(200);
+        expect(answer.messages).to.equal(3);
+        expect(answer.trailers["grpc-status"]).to.equal("0");
+      });
+    }
+
+    it("ends a stream that sent nothing as grpc-js does: a trailers-only answer", async () => {
+      const started = await startServer([serversOwn], () => handler);
+      server = started.server;
+      handler = (call) => {
+        createBatchSender(call, (index) => message(index as number, 100), undefined).end();
+        return Promise.resolve();
+      };
+      const answer = await rawCall(started.port);
+      expect(answer.messages).to.equal(0);
+      expect(answer.headers["grpc-status"]).to.equal("0");
+      expect(answer.trailers["grpc-status"]).to.equal(undefined);
     });
   });
 
