@@ -75,8 +75,6 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): Co
       response.end();
       return;
     }
-    // Over HTTP/2 the response carries the date Node would add itself (see date-header.ts).
-    if ("stream" in response) response.setHeader("date", httpDate());
     const universalRequest = universalRequestOf(request, response, options.contextValues(request), body);
     if (universalRequest === undefined) {
       response.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
@@ -84,7 +82,12 @@ export function createConnectNodeHandler(options: ConnectNodeHandlerOptions): Co
       return;
     }
     handler(universalRequest)
-      .then((universalResponse) => universalResponseToNodeResponse(universalResponse, response))
+      .then((universalResponse) => {
+        // Over HTTP/2 the response carries the date Node would add itself as its headers go (see
+        // date-header.ts).
+        if ("stream" in response && !response.headersSent) response.setHeader("date", httpDate());
+        return universalResponseToNodeResponse(universalResponse, response);
+      })
       .catch((reason: unknown) => {
         // Aborted: the response could not be written because the client went away.
         if (ConnectError.from(reason).code === Code.Aborted) return;

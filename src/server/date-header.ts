@@ -31,8 +31,9 @@ export function httpDate(nowMs: number = Date.now()): string {
 }
 
 /**
- * gRPC response headers holding only `date`, one object shared by the calls of a second: grpc-js
- * only reads the metadata it sends (`toHttp2Headers`), never changes it.
+ * gRPC response headers holding only `date`, one object shared by the calls of a second. The
+ * FrameWriter sends it, which exists only when no interceptor handles headers (see
+ * grpc-frame-writer.ts): it reaches grpc-js's own call, which only reads it (`toHttp2Headers`).
  */
 export function dateHeaders(nowMs: number = Date.now()): Metadata {
   httpDate(nowMs);

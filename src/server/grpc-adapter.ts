@@ -257,7 +257,8 @@ function respond(
  */
 function sendUnaryFrame(call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>, frame: Buffer): void {
   const writer = frameWriterFor(call as unknown as ServerWritableStream<Buffer, Buffer>);
-  if (writer?.ready() && writer.fits(frame.length - grpcFramePrefixBytes)) {
+  // The size first: grpc-js refuses a message over the limit before it sends headers (trailers-only).
+  if (writer?.fits(frame.length - grpcFramePrefixBytes) && writer.ready()) {
     writer.write(frame, 1);
     writer.endOk();
   } else {

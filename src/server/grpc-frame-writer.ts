@@ -76,9 +76,6 @@ interface StatusSender {
 /** A status with its trailers' metadata optional, as grpc-js's calls take it. */
 type PartialStatus = Pick<StatusObject, "code" | "details"> & { readonly metadata: Metadata | null };
 
-/** The status grpc-js ends an answered unary call with. */
-const okStatus: PartialStatus = { code: Status.OK, details: "OK", metadata: null };
-
 /** A grpc-js server call as the handler receives it: a ServerWritableStream or ServerDuplexStream. */
 type ServerCall = Writable & { readonly cancelled: boolean; sendMetadata(metadata: Metadata): void };
 
@@ -143,7 +140,13 @@ class DirectFrameWriter implements FrameWriter {
   }
 
   endOk(): void {
-    (this.#call as unknown as { readonly call: StatusSender }).call.sendStatus(okStatus);
+    // The status grpc-js ends an answered unary call with, a new one each time as grpc-js's: an
+    // interceptor may change what it is given.
+    (this.#call as unknown as { readonly call: StatusSender }).call.sendStatus({
+      code: Status.OK,
+      details: "OK",
+      metadata: null,
+    });
   }
 
   drained(): Promise<void> {

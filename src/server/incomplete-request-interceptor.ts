@@ -6,7 +6,7 @@ import {
   type StatusObject,
 } from "@grpc/grpc-js";
 import { pino } from "pino";
-import { dateHeaders, withDateHeader } from "./date-header.js";
+import { withDateHeader } from "./date-header.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
 import { toGrpcStatus } from "./grpc-status.js";
 import { toConnectError } from "./to-connect-error.js";
@@ -52,28 +52,29 @@ export class UnaryRequestGuard implements ServerInterceptingCallInterface {
     private readonly incomplete: StatusObject,
   ) {}
 
-  /** Whether the response headers went (they carry `date`: see date-header.ts). */
-  #headersSent = false;
+  /**
+   * Whether headers or a message went through: the response is under way, so a status goes in the
+   * trailers. Until then a status is a trailers-only answer, whose trailers are the headers, and
+   * gets `date` (see date-header.ts).
+   */
+  #answering = false;
 
   start(listener: CallListener): void {
     this.call.start(new RequestListener(listener, this.call, this.incomplete));
   }
   sendMetadata(metadata: Parameters<ServerInterceptingCallInterface["sendMetadata"]>[0]): void {
-    this.#headersSent = true;
+    this.#answering = true;
     this.call.sendMetadata(withDateHeader(metadata));
   }
   sendMessage(message: unknown, callback: () => void): void {
-    // grpc-js would send headers of its own (without `date`) before the first message.
-    if (!this.#headersSent) {
-      this.#headersSent = true;
-      this.call.sendMetadata(dateHeaders());
-    }
+    // grpc-js sends headers of its own before the message, or refuses one over the size limit with
+    // a trailers-only answer: either way, as grpc-js does.
+    this.#answering = true;
     this.call.sendMessage(message, callback);
   }
   sendStatus(status: Parameters<ServerInterceptingCallInterface["sendStatus"]>[0]): void {
-    // A status before any headers is a trailers-only response: its trailers are the headers.
     this.call.sendStatus(
-      this.#headersSent ? status : { ...status, metadata: withDateHeader(status.metadata ?? new Metadata()) },
+      this.#answering ? status : { ...status, metadata: withDateHeader(status.metadata ?? new Metadata()) },
     );
   }
   startRead(): void {

@@ -80,6 +80,38 @@ function rawExecute(address: string, request: Uint8Array): Promise<RawAnswer> {
   });
 }
 
+/**
+ * Records the headers every HTTP/2 server stream of this process is given to respond with (what
+ * the server passes to Node, before Node adds anything), until `restore()`. Node exports no
+ * ServerHttp2Stream class: its prototype is taken from a stream of a throwaway server.
+ */
+async function recordRespondHeaders(): Promise<{ seen: http2.OutgoingHttpHeaders[]; restore: () => void }> {
+  const probe = http2.createServer();
+  const prototype = await new Promise<{ respond: (...args: unknown[]) => void }>((resolve, reject) => {
+    probe.on("stream", (stream) => {
+      resolve(Object.getPrototypeOf(stream) as { respond: (...args: unknown[]) => void });
+      stream.respond({ ":status": 204 }, { endStream: true });
+    });
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address() as { port: number };
+      const session = http2.connect(`http://127.0.0.1:${address.port}`);
+      session.on("error", reject);
+      const request = session.request({ ":path": "/" });
+      request.on("close", () => session.close());
+      request.resume();
+      request.end();
+    });
+  });
+  probe.close();
+  const seen: http2.OutgoingHttpHeaders[] = [];
+  const respond = prototype.respond;
+  prototype.respond = function (this: unknown, ...args: unknown[]) {
+    seen.push({ ...(args[0] as http2.OutgoingHttpHeaders) });
+    return respond.apply(this, args);
+  };
+  return { seen, restore: () => (prototype.respond = respond) };
+}
+
 describe("Unary answers on the gRPC port", () => {
   let server: RunningServer;
 
@@ -91,11 +123,20 @@ describe("Unary answers on the gRPC port", () => {
     await client.activateTool({ toolName: "builtin.noop" });
     close();
     const before = Math.floor(Date.now() / 1000) * 1000;
-    const answer = await rawExecute(
-      server.grpcAddress,
-      toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName: "builtin.noop" })),
-    );
+    const recorded = await recordRespondHeaders();
+    let answer: RawAnswer;
+    try {
+      answer = await rawExecute(
+        server.grpcAddress,
+        toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName: "builtin.noop" })),
+      );
+    } finally {
+      recorded.restore();
+    }
     const after = Date.now();
+    // The server set the date itself: Node's HTTP/2 was handed headers that hold it.
+    expect(recorded.seen).to.have.length(1);
+    expect(recorded.seen[0]?.["date"]).to.equal(answer.headers["date"]);
 
     expect(answer.headers[":status"]).to.equal(200);
     expect(answer.headers["content-type"]).to.equal("application/grpc+proto");
@@ -179,9 +220,12 @@ describe("Unary answers on the gRPC port", () => {
       expect(found).to.equal(true);
     });
 
-    for (const [name, interceptor] of [
-      ["straight to the stream", incompleteRequestInterceptor()],
-      ["through grpc-js (an interceptor handles messages)", handlesMessages],
+    // How grpc-js itself refuses a first message over the limit: before any headers (a trailers-only
+    // answer) when its own call sends it; after the headers when an interceptor of grpc-js's kind
+    // passes the message on (it sends them first).
+    for (const [name, interceptor, trailersOnly] of [
+      ["straight to the stream", incompleteRequestInterceptor(), true],
+      ["through grpc-js (an interceptor handles messages)", handlesMessages, false],
     ] as const) {
       const options: ServerOptions = { interceptors: [interceptor] };
       it(`answers a response within the size limit and refuses one over it with RESOURCE_EXHAUSTED, ${name}`, async () => {
@@ -196,8 +240,13 @@ describe("Unary answers on the gRPC port", () => {
 
         const over = await serve(5000, { ...options, "grpc.max_send_message_length": 4096 });
         const refused = await rawExecute(over, request);
-        const status = refused.trailers["grpc-status"] ?? refused.headers["grpc-status"];
-        expect(status).to.equal(String(Code.ResourceExhausted));
+        if (trailersOnly) {
+          expect(refused.headers["grpc-status"]).to.equal(String(Code.ResourceExhausted));
+          expect(refused.order).to.deep.equal(["headers"]);
+        } else {
+          expect(refused.trailers["grpc-status"]).to.equal(String(Code.ResourceExhausted));
+          expect(refused.order).to.deep.equal(["headers", "trailers"]);
+        }
         expect(refused.body.length).to.equal(0);
       });
     }
@@ -205,12 +254,47 @@ describe("Unary answers on the gRPC port", () => {
 
   it("sends the date header on a failed call's trailers-only answer as well", async () => {
     server = await startTestServer();
-    const answer = await rawExecute(
-      server.grpcAddress,
-      toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName: "no.such.tool" })),
-    );
+    const recorded = await recordRespondHeaders();
+    let answer: RawAnswer;
+    try {
+      answer = await rawExecute(
+        server.grpcAddress,
+        toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName: "no.such.tool" })),
+      );
+    } finally {
+      recorded.restore();
+    }
     expect(answer.headers["grpc-status"]).to.equal(String(Code.NotFound));
-    expect(Date.parse(String(answer.headers["date"]))).to.be.closeTo(Date.now(), 5_000);
     expect(answer.body.length).to.equal(0);
+    expect(recorded.seen).to.have.length(1);
+    expect(recorded.seen[0]?.["date"]).to.equal(answer.headers["date"]);
+    expect(Date.parse(String(answer.headers["date"]))).to.be.closeTo(Date.now(), 5_000);
+  });
+
+  it("sends the date header on the HTTP port's HTTP/2 answers, set as the response goes", async () => {
+    server = await startTestServer();
+    const recorded = await recordRespondHeaders();
+    try {
+      const session = http2.connect(server.httpUrl);
+      const status = await new Promise<number>((resolve, reject) => {
+        session.on("error", reject);
+        const request = session.request({
+          ":method": "POST",
+          ":path": "/toolruntime.v1.RegistryService/GetTool",
+          "content-type": "application/json",
+        });
+        request.on("response", (headers) => resolve(Number(headers[":status"])));
+        request.resume();
+        request.end(JSON.stringify({ name: "builtin.noop" }));
+      });
+      session.close();
+      expect(status).to.equal(200);
+    } finally {
+      recorded.restore();
+    }
+    expect(recorded.seen).to.have.length(1);
+    expect(String(recorded.seen[0]?.["date"])).to.match(
+      /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+    );
   });
 });
