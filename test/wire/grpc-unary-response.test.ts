@@ -112,6 +112,20 @@ async function recordRespondHeaders(): Promise<{ seen: http2.OutgoingHttpHeaders
   return { seen, restore: () => (prototype.respond = respond) };
 }
 
+/** ExecuteTool of `toolName` over plain HTTP/2, with the headers the server handed Node meanwhile. */
+async function executeRecorded(
+  address: string,
+  toolName: string,
+): Promise<{ answer: RawAnswer; seen: http2.OutgoingHttpHeaders[] }> {
+  const recorded = await recordRespondHeaders();
+  try {
+    const request = toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName }));
+    return { answer: await rawExecute(address, request), seen: recorded.seen };
+  } finally {
+    recorded.restore();
+  }
+}
+
 describe("Unary answers on the gRPC port", () => {
   let server: RunningServer;
 
@@ -123,20 +137,11 @@ describe("Unary answers on the gRPC port", () => {
     await client.activateTool({ toolName: "builtin.noop" });
     close();
     const before = Math.floor(Date.now() / 1000) * 1000;
-    const recorded = await recordRespondHeaders();
-    let answer: RawAnswer;
-    try {
-      answer = await rawExecute(
-        server.grpcAddress,
-        toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName: "builtin.noop" })),
-      );
-    } finally {
-      recorded.restore();
-    }
+    const { answer, seen } = await executeRecorded(server.grpcAddress, "builtin.noop");
     const after = Date.now();
     // The server set the date itself: Node's HTTP/2 was handed headers that hold it.
-    expect(recorded.seen).to.have.length(1);
-    expect(recorded.seen[0]?.["date"]).to.equal(answer.headers["date"]);
+    expect(seen).to.have.length(1);
+    expect(seen[0]?.["date"]).to.equal(answer.headers["date"]);
 
     expect(answer.headers[":status"]).to.equal(200);
     expect(answer.headers["content-type"]).to.equal("application/grpc+proto");
@@ -254,20 +259,11 @@ describe("Unary answers on the gRPC port", () => {
 
   it("sends the date header on a failed call's trailers-only answer as well", async () => {
     server = await startTestServer();
-    const recorded = await recordRespondHeaders();
-    let answer: RawAnswer;
-    try {
-      answer = await rawExecute(
-        server.grpcAddress,
-        toBinary(ExecuteToolRequestSchema, create(ExecuteToolRequestSchema, { toolName: "no.such.tool" })),
-      );
-    } finally {
-      recorded.restore();
-    }
+    const { answer, seen } = await executeRecorded(server.grpcAddress, "no.such.tool");
     expect(answer.headers["grpc-status"]).to.equal(String(Code.NotFound));
     expect(answer.body.length).to.equal(0);
-    expect(recorded.seen).to.have.length(1);
-    expect(recorded.seen[0]?.["date"]).to.equal(answer.headers["date"]);
+    expect(seen).to.have.length(1);
+    expect(seen[0]?.["date"]).to.equal(answer.headers["date"]);
     expect(Date.parse(String(answer.headers["date"]))).to.be.closeTo(Date.now(), 5_000);
   });
 
