@@ -1,6 +1,6 @@
-import type { Metadata } from "@grpc/grpc-js";
 import {
   ServerInterceptingCall,
+  type Metadata,
   status as Status,
   type ServerInterceptingCallInterface,
   type StatusObject,
