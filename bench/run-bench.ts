@@ -57,7 +57,8 @@ async function runStep(
       const lines = measured.map((m) => {
         round.wire.push(m);
         record(m.id, `${formatFigure(m.callsPerSecond)} calls/s`, m.check, m.machine);
-        return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s, p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${describeCheck(m.check)}, ${describeLoad(m.machine)}`;
+        const slices = m.slices.map((slice) => formatFigure(slice.callsPerSecond)).join(" / ");
+        return `${m.id}: ${formatFigure(m.callsPerSecond)} calls/s (slices ${slices}), p50 ${formatFigure(m.p50Ms)} ms, p99 ${formatFigure(m.p99Ms)} ms, ${formatFigure(m.cpuMsPerCall)} CPU ms/call, ${describeCheck(m.check)}, ${describeLoad(m.machine)}`;
       });
       return lines.join("\n  ");
     }

@@ -33,6 +33,12 @@ export interface LoadSettings {
 export interface VariantMeasurement {
   readonly id: VariantId;
   readonly callsPerSecond: number;
+  /**
+   * Each slice's calls/s and server CPU per call (ms), in the order measured: a full collection of
+   * V8's, or the re-optimization after it, shows as one slow slice (see docs/design-notes.md, "What
+   * a full collection costs a slice").
+   */
+  readonly slices: readonly { readonly callsPerSecond: number; readonly cpuMsPerCall: number }[];
   readonly p50Ms: number;
   readonly p99Ms: number;
   /** Server CPU time (user + system, all threads) per successful call, in milliseconds. */
@@ -92,6 +98,8 @@ interface Subject {
   /** Messages per response, from the correctness check. */
   messagesPerCall: number;
   readonly slices: H2loadResult[];
+  /** Server CPU time of each slice, in milliseconds. */
+  readonly sliceCpuMs: number[];
   readonly machine: MachineLoad[];
   cpuMs: number;
   wallMs: number;
@@ -152,6 +160,7 @@ export async function measureGroup(
         run,
         messagesPerCall: 0,
         slices: [],
+        sliceCpuMs: [],
         machine: [],
         cpuMs: 0,
         wallMs: 0,
@@ -186,6 +195,7 @@ export async function measureGroup(
         }
         subject.machine.push(window.close(cpuAfter - cpuBefore + loaded.loadGeneratorCpuMs));
         subject.slices.push(loaded);
+        subject.sliceCpuMs.push(cpuAfter - cpuBefore);
         subject.cpuMs += cpuAfter - cpuBefore;
         subject.wallMs += wallMs;
       }
@@ -209,6 +219,10 @@ export async function measureGroup(
           // h2load's own rate of each slice (calls over its measured time, not its start-up), averaged.
           callsPerSecond:
             subject.slices.reduce((sum, run) => sum + run.requestsPerSecond, 0) / Math.max(1, subject.slices.length),
+          slices: subject.slices.map((run, index) => ({
+            callsPerSecond: run.requestsPerSecond,
+            cpuMsPerCall: run.succeeded > 0 ? (subject.sliceCpuMs[index] ?? Number.NaN) / run.succeeded : Number.NaN,
+          })),
           p50Ms: median(subject.slices.map((run) => run.p50Ms)),
           p99Ms: median(subject.slices.map((run) => run.p99Ms)),
           cpuMsPerCall: counts.claimedOk > 0 ? subject.cpuMs / counts.claimedOk : Number.NaN,
