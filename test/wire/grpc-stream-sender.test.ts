@@ -170,6 +170,33 @@ describe("Batches of a stream on the gRPC port", () => {
       });
     }
 
+    it("does not end a stream whose client went away through the frame writer, and ends it quietly", async () => {
+      const started = await startServer([serversOwn], () => handler);
+      server = started.server;
+      const seen: { before?: boolean; after?: boolean; ended?: boolean } = {};
+      let cancelled!: () => void;
+      const clientGone = new Promise<void>((resolve) => (cancelled = resolve));
+      handler = async (call) => {
+        const writer = frameWriterFor(call) as FrameWriter;
+        const send = createBatchSender(call, (index) => message(index as number, 100), undefined);
+        expect(await send([0])).to.equal(true);
+        seen.before = writer.endsAtOnce();
+        call.once("cancelled", () => cancelled());
+        await clientGone;
+        seen.after = writer.endsAtOnce();
+        send.end();
+        seen.ended = true;
+      };
+      const client = new Client(`127.0.0.1:${started.port}`, credentials.createInsecure());
+      const stream = client.makeServerStreamRequest(path, identity, identity, Buffer.alloc(0));
+      stream.on("error", () => undefined);
+      await new Promise((resolve) => stream.once("data", resolve));
+      stream.cancel();
+      await until(() => seen.ended === true);
+      client.close();
+      expect(seen).to.deep.equal({ before: true, after: false, ended: true });
+    });
+
     it("ends a stream that sent nothing as grpc-js does: a trailers-only answer", async () => {
       const started = await startServer([serversOwn], () => handler);
       server = started.server;
