@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=32 --expose-gc
+#!/usr/bin/env -S node --max-semi-space-size=32 --min-semi-space-size=16 --expose-gc
 // The `toolruntime` executable: a client command (tools, executions, run, watch, help) runs the client;
 // any other arguments start the server as `npm start` does: this first line passes node the flags the
 // server ships with (src/server-node-flags.ts; `env -S` splits them).
