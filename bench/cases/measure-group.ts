@@ -98,8 +98,8 @@ interface Subject {
   /** Messages per response, from the correctness check. */
   messagesPerCall: number;
   readonly slices: H2loadResult[];
-  /** Server CPU time of each slice, in milliseconds. */
-  readonly sliceCpuMs: number[];
+  /** Each slice's calls/s and server CPU per call, for VariantMeasurement.slices. */
+  readonly sliceFigures: { callsPerSecond: number; cpuMsPerCall: number }[];
   readonly machine: MachineLoad[];
   cpuMs: number;
   wallMs: number;
@@ -160,7 +160,7 @@ export async function measureGroup(
         run,
         messagesPerCall: 0,
         slices: [],
-        sliceCpuMs: [],
+        sliceFigures: [],
         machine: [],
         cpuMs: 0,
         wallMs: 0,
@@ -195,7 +195,10 @@ export async function measureGroup(
         }
         subject.machine.push(window.close(cpuAfter - cpuBefore + loaded.loadGeneratorCpuMs));
         subject.slices.push(loaded);
-        subject.sliceCpuMs.push(cpuAfter - cpuBefore);
+        subject.sliceFigures.push({
+          callsPerSecond: loaded.requestsPerSecond,
+          cpuMsPerCall: loaded.succeeded > 0 ? (cpuAfter - cpuBefore) / loaded.succeeded : Number.NaN,
+        });
         subject.cpuMs += cpuAfter - cpuBefore;
         subject.wallMs += wallMs;
       }
@@ -219,10 +222,7 @@ export async function measureGroup(
           // h2load's own rate of each slice (calls over its measured time, not its start-up), averaged.
           callsPerSecond:
             subject.slices.reduce((sum, run) => sum + run.requestsPerSecond, 0) / Math.max(1, subject.slices.length),
-          slices: subject.slices.map((run, index) => ({
-            callsPerSecond: run.requestsPerSecond,
-            cpuMsPerCall: run.succeeded > 0 ? (subject.sliceCpuMs[index] ?? Number.NaN) / run.succeeded : Number.NaN,
-          })),
+          slices: subject.sliceFigures,
           p50Ms: median(subject.slices.map((run) => run.p50Ms)),
           p99Ms: median(subject.slices.map((run) => run.p99Ms)),
           cpuMsPerCall: counts.claimedOk > 0 ? subject.cpuMs / counts.claimedOk : Number.NaN,

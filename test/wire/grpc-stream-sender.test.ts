@@ -182,7 +182,7 @@ describe("Batches of a stream on the gRPC port", () => {
         expect(await send([0])).to.equal(true);
         seen.before = writer.endsAtOnce();
         call.once("cancelled", () => cancelled());
-        await clientGone;
+        if (!call.cancelled) await clientGone;
         seen.after = writer.endsAtOnce();
         send.end();
         seen.ended = true;
