@@ -45,6 +45,12 @@ export interface ServerConfig {
   readonly store: string | undefined;
   /** With a shared store: a replica's lease, in milliseconds. */
   readonly replicaLeaseMs: number;
+  /** With a shared store: the most connections of a replica's pool. */
+  readonly storePoolSize: number;
+  /** With a shared store: the longest one store operation may take, in milliseconds. */
+  readonly storeTimeoutMs: number;
+  /** With a shared store: the longest event-loop stall before the lease is given up, in ms (undefined: six leases). */
+  readonly replicaMaxStallMs: number | undefined;
   readonly corsOrigins: readonly string[];
   /** Tools per page of tools/list at /mcp. */
   readonly mcpPageSize: number;
@@ -357,6 +363,33 @@ const options: readonly OptionSpec[] = [
     min: 500,
     max: 600_000,
     text: "with --store: how long a replica's lease lasts; the runs of a replica silent for longer are taken over by the others",
+  },
+  {
+    key: "storePoolSize",
+    flag: "store-pool-size",
+    kind: "integer",
+    fallback: 16,
+    min: 1,
+    max: 1000,
+    text: "with --store: most connections of a replica's pool (it opens two more: one listens for notifications, one keeps the lease); new runs get RESOURCE_EXHAUSTED while more operations wait than this",
+  },
+  {
+    key: "storeTimeoutMs",
+    flag: "store-timeout-ms",
+    kind: "integer",
+    fallback: 5000,
+    min: 100,
+    max: 600_000,
+    text: "with --store: longest one store operation may take (waiting for a connection included) before the call gets UNAVAILABLE; sooner when the call's deadline comes first",
+  },
+  {
+    key: "replicaMaxStallMs",
+    flag: "replica-max-stall-ms",
+    kind: "integer",
+    fallback: undefined,
+    min: 1000,
+    max: 3_600_000,
+    text: "with --store: longest the event loop may be blocked (by a handler) before the replica gives up its lease and its runs are taken over; default six leases",
   },
   {
     key: "corsOrigins",
@@ -701,6 +734,9 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     healthPort: get("healthPort") as number | undefined,
     store: checkStoreUrl(get("store") as string | undefined),
     replicaLeaseMs: get("replicaLeaseMs") as number,
+    storePoolSize: get("storePoolSize") as number,
+    storeTimeoutMs: get("storeTimeoutMs") as number,
+    replicaMaxStallMs: get("replicaMaxStallMs") as number | undefined,
     corsOrigins,
     mcpPageSize: get("mcpPageSize") as number,
     packSpecsAbove: get("packSpecsAbove") as number,

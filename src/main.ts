@@ -66,6 +66,11 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     store: config.store,
     sharedRuns: { leaseMs: config.replicaLeaseMs },
+    postgres: {
+      maxConnections: config.storePoolSize,
+      operationTimeoutMs: config.storeTimeoutMs,
+      ...(config.replicaMaxStallMs === undefined ? {} : { maxStallMs: config.replicaMaxStallMs }),
+    },
     mcp: {
       pageSize: config.mcpPageSize,
       servers: config.mcpServers,

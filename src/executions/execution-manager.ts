@@ -72,6 +72,11 @@ export interface StartRequest {
   readonly timeoutMs: number;
   /** Time left before the caller's deadline, for runs tied to one call. */
   readonly deadlineMs?: number | undefined;
+  /**
+   * Time left before the deadline of the call that starts the run, in milliseconds, when the run
+   * is not tied to it (StartExecution): a shared store creates nothing once it passed.
+   */
+  readonly callTimeoutMs?: number | undefined;
   readonly options?: ExecutionOptions | undefined;
   /** Identity that starts the run. */
   readonly caller: string;
@@ -187,18 +192,25 @@ export class ExecutionManager {
     return this.list(query);
   }
 
-  /** Cancels a run (see {@link cancel}); with a shared store, through whichever replica owns it. */
-  cancelRun(id: string, reason: string | Error): MaybePromise<ExecutionRecord> {
+  /**
+   * Cancels a run (see {@link cancel}); with a shared store, through whichever replica owns it,
+   * writing nothing once `_callTimeoutMs` (the time left before the call's deadline) passed.
+   */
+  cancelRun(id: string, reason: string | Error, _callTimeoutMs?: number): MaybePromise<ExecutionRecord> {
     return this.cancel(id, reason);
   }
 
-  /** Decides a run awaiting approval (see {@link decide}); with a shared store, once across replicas. */
+  /**
+   * Decides a run awaiting approval (see {@link decide}); with a shared store, once across
+   * replicas, writing nothing once `_callTimeoutMs` (the time left before the call's deadline) passed.
+   */
   decideRun(
     id: string,
     approved: boolean,
     inputsDigest: string,
     decidedBy: string,
     comment: string,
+    _callTimeoutMs?: number,
   ): MaybePromise<ExecutionRecord> {
     return this.decide(id, approved, inputsDigest, decidedBy, comment);
   }
@@ -271,14 +283,17 @@ export class ExecutionManager {
   /** The record of that id. Throws NOT_FOUND when unknown or evicted. */
   get(id: string): ExecutionRecord {
     const record = this.store.get(id);
-    if (!record) {
-      throw new ToolRuntimeError(
-        "NOT_FOUND",
-        ErrorType.NotFound,
-        `execution ${quote(id)} is unknown or no longer retained (records are kept ${this.limits.retentionMs} ms, at most ${this.limits.retainedExecutions})`,
-      );
-    }
+    if (!record) throw this.unknownExecution(id);
     return record;
+  }
+
+  /** NOT_FOUND for a run this manager cannot show. */
+  protected unknownExecution(id: string): ToolRuntimeError {
+    return new ToolRuntimeError(
+      "NOT_FOUND",
+      ErrorType.NotFound,
+      `execution ${quote(id)} is unknown or no longer retained (records are kept ${this.limits.retentionMs} ms, at most ${this.limits.retainedExecutions})`,
+    );
   }
 
   /** A page of records; see ExecutionStore.list. */

@@ -70,6 +70,8 @@ export interface ExecutionRecordInit {
   readonly writes: boolean;
   readonly idempotencyKey: string;
   readonly eventLimits: EventLimits;
+  /** When a run created on another replica was created (ms since the epoch); now by default. */
+  readonly createdAtMs?: number | undefined;
 }
 
 /**
@@ -90,6 +92,8 @@ interface RareParts {
   /** Resolves once every change so far is in a shared store (see {@link ExecutionRecord.persistWith}). */
   durable?: (() => Promise<void>) | undefined;
   onChange?: (() => void) | undefined;
+  /** Times the replica running it was lost and the run taken over (see Execution.replicas_lost). */
+  replicasLost?: number | undefined;
 }
 
 /**
@@ -105,7 +109,7 @@ export class ExecutionRecord {
   // then marked in the old one: times are small integers (see clockBaseMs, and microseconds for
   // the timings), the pending events one plain array, the rarely used parts one optional object,
   // and a finished record is compacted once retained (see compact).
-  readonly #createdAtMs = clockMs();
+  #createdAtMs = clockMs();
   #events: RunEvent[] | undefined;
   /**
    * Appended events not yet built as messages, three entries each: kind, value, and when it
@@ -139,7 +143,10 @@ export class ExecutionRecord {
   /** What {@link answered} resolved with, kept so that a caller can have it without waiting. */
   #answeredWith: ToolResult | undefined;
 
-  constructor(readonly init: ExecutionRecordInit) {}
+  constructor(readonly init: ExecutionRecordInit) {
+    // A run taken over from another replica keeps its creation time.
+    if (init.createdAtMs !== undefined) this.#createdAtMs = smallInteger(init.createdAtMs - clockBaseMs);
+  }
 
   /** Cancels the run; its reason says why. */
   get cancellation(): Cancellation {
@@ -316,6 +323,7 @@ export class ExecutionRecord {
   restore(stored: Execution, events: readonly RunEvent[]): void {
     this.#addStored(events);
     this.attempts = stored.attempts;
+    if (stored.replicasLost > 0) this.#rareParts().replicasLost = stored.replicasLost;
   }
 
   /** Whether this record mirrors a run that another replica owns (see {@link refresh}). */
@@ -465,6 +473,7 @@ export class ExecutionRecord {
       idempotencyKey: this.init.idempotencyKey,
       lastSequence: BigInt(this.lastSequence),
       outputOmitted: false,
+      replicasLost: this.#rare?.replicasLost ?? 0,
     };
     const finishedAtMs = this.finishedAtMs;
     if (finishedAtMs !== undefined) execution.finishedAt = timestampFromMs(finishedAtMs);

@@ -3,7 +3,10 @@ import { ExecutionOptionsSchema, ExecutionState } from "../../gen/toolruntime/v1
 import { failed } from "../runner/run-outcome.js";
 import { resolvePageSize } from "../registry/page-token.js";
 import type { ToolRunner } from "../runner/tool-runner.js";
+import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
+import { quote } from "../registry/names.js";
 import type { RunRequest, SlotRequest, StoredRun } from "../stores/run-store.js";
+import type { StoreCall } from "../stores/store-call.js";
 import type { Ticket } from "./admission.js";
 import { ExecutionRecord, type Decision } from "./execution-record.js";
 import {
@@ -56,7 +59,7 @@ export class SharedExecutionManager extends ExecutionManager {
   ) {
     super(options);
     this.shared = new SharedRuns(sharedOptions, {
-      ownedRecord: (id) => this.#owned(id),
+      ownedRecord: (id) => this.#held(id),
       resume: (run) => {
         this.#resume(run).catch((error: unknown) =>
           this.logger?.error({ err: error, executionId: run.id }, "a claimed run could not start"),
@@ -81,6 +84,7 @@ export class SharedExecutionManager extends ExecutionManager {
     const init = newRecordInit(request, spec, key, this.eventLimits, 0);
     const draft = new ExecutionRecord(init);
     if (!prepared) draft.state = ExecutionState.QUEUED;
+    const callTimeoutMs = request.deadlineMs ?? request.callTimeoutMs;
     const created = await store.create(
       {
         id: init.id,
@@ -91,6 +95,7 @@ export class SharedExecutionManager extends ExecutionManager {
       },
       key,
       slot,
+      storeCall(callTimeoutMs),
     );
     if ("existing" in created) {
       checkSameInputs(created.existing.execution.inputsDigest, created.existing.id, request, key, name);
@@ -105,8 +110,18 @@ export class SharedExecutionManager extends ExecutionManager {
     return { record, deduplicated: false };
   }
 
+  /**
+   * The run from memory when this replica owns it and trusts its lease (see SharedRuns.trusted);
+   * otherwise from the store, which answers UNAVAILABLE while unreachable.
+   */
   override async getRun(id: string): Promise<ExecutionRecord> {
-    return this.#owned(id) ?? (await this.shared.mirror(id)) ?? this.get(id);
+    const owned = this.#owned(id);
+    if (owned) return owned;
+    const mirror = await this.shared.mirror(id);
+    if (mirror) return mirror;
+    // A run this replica lost is the store's to answer for: no longer there, it is unknown.
+    if (this.shared.isLost(id)) throw this.unknownExecution(id);
+    return this.get(id);
   }
 
   override async listRuns(query: ListExecutionsQuery): Promise<{ records: ExecutionRecord[]; nextPageToken: string }> {
@@ -135,13 +150,13 @@ export class SharedExecutionManager extends ExecutionManager {
     return { records: page, nextPageToken: records.length > pageSize && tail ? encodeToken(tail.init.ordinal) : "" };
   }
 
-  override async cancelRun(id: string, reason: string | Error): Promise<ExecutionRecord> {
+  override async cancelRun(id: string, reason: string | Error, callTimeoutMs?: number): Promise<ExecutionRecord> {
     if (this.#owned(id)) return this.cancel(id, reason);
     const mirror = await this.getRun(id);
     checkCancellable(mirror);
     if (mirror.isLive) {
       const text = typeof reason === "string" ? reason : reason.message;
-      await this.shared.store.requestCancel(id, text, (run) => cancelledUnclaimed(run, text));
+      await this.shared.store.requestCancel(id, text, (run) => cancelledUnclaimed(run, text), storeCall(callTimeoutMs));
     }
     return this.getRun(id);
   }
@@ -152,13 +167,16 @@ export class SharedExecutionManager extends ExecutionManager {
     inputsDigest: string,
     decidedBy: string,
     comment: string,
+    callTimeoutMs?: number,
   ): Promise<ExecutionRecord> {
     const record = await this.getRun(id);
     checkDigest(record, inputsDigest);
     const decision = newDecision(approved, decidedBy, comment);
     // The owner's state is stored before the decision is checked against it.
     await record.durable();
-    if (!(await this.shared.store.decide(id, toStoredDecision(decision)))) throw approvalNotPending(record);
+    if (!(await this.shared.store.decide(id, toStoredDecision(decision), storeCall(callTimeoutMs)))) {
+      throw approvalNotPending(record);
+    }
     if (!record.isMirror) record.decide(decision);
     return record.isMirror ? this.getRun(id) : record;
   }
@@ -202,13 +220,26 @@ export class SharedExecutionManager extends ExecutionManager {
     return { toolLimit, maxConcurrent: this.admission.maxConcurrent, maxQueued: this.admission.maxQueued };
   }
 
+  /**
+   * The attempt's start is stored before its handler is called, and no handler starts on a
+   * replica that does not trust its lease (it may have lost the run without knowing yet).
+   */
   protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {
-    return () => record.durable();
+    return async () => {
+      await record.durable();
+      if (!this.shared.trusted()) throw leaseNotTrusted(record);
+    };
   }
 
+  /** A run this replica holds and may answer for from memory (see getRun). */
   #owned(id: string): ExecutionRecord | undefined {
+    return this.shared.trusted() ? this.#held(id) : undefined;
+  }
+
+  /** A run this replica holds (it owns it, as far as it knows), trusted or not. */
+  #held(id: string): ExecutionRecord | undefined {
     const record = this.store.get(id);
-    return record && !record.isMirror ? record : undefined;
+    return record && !record.isMirror && !this.shared.isLost(id) ? record : undefined;
   }
 
   /** Starts here a run claimed from the store: a new one, or one taken back from a lost replica. */
@@ -270,6 +301,20 @@ function toRunRequest(request: StartRequest): RunRequest {
     options: request.options ? Buffer.from(toBinary(ExecutionOptionsSchema, request.options)).toString("base64") : "",
     traceParent: request.traceParent ?? "",
   };
+}
+
+/** What the store is told of a call with `timeoutMs` left (see StoreCall). */
+function storeCall(timeoutMs: number | undefined): StoreCall {
+  return { deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs };
+}
+
+function leaseNotTrusted(record: ExecutionRecord): ToolRuntimeError {
+  return new ToolRuntimeError(
+    "UNAVAILABLE",
+    ErrorType.Unavailable,
+    `this replica's lease on the store is overdue, so it starts no handler of ${quote(record.toolName)} until the store confirms its runs; retry later`,
+    record.toolName,
+  );
 }
 
 function toStoredDecision(decision: Decision) {

@@ -1,3 +1,4 @@
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "pino";
 import type { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { NextFlight } from "../async/next-flight.js";
@@ -21,7 +22,7 @@ export interface SharedRunsOptions {
 
 /** What shared runs need from the execution manager of this replica. */
 export interface SharedRunsHost {
-  /** The live or retained record of a run this replica owns, if any. */
+  /** The live or retained record of a run this replica owns, if any (trusted or not). */
   ownedRecord(id: string): ExecutionRecord | undefined;
   /** Starts, on this replica, a run claimed from the store (or taken back after a lost replica). */
   resume(run: StoredRun): void;
@@ -34,6 +35,7 @@ export interface SharedRunsHost {
 }
 
 const maxMirrors = 10_000;
+const maxLost = 10_000;
 
 /**
  * This replica's part in runs shared through a store: it persists the runs it owns (events batched
@@ -55,6 +57,18 @@ export class SharedRuns {
   /** Runs of this replica waiting in the cluster's queue, and how to let each in. */
   readonly #waiting = new Map<string, () => void>();
   readonly #controlling: NextFlight;
+  /**
+   * The runs this replica holds under a fence, until the store has their end: what the store must
+   * agree it owns. A run the store says it owns but that is not here is an orphan (see #reconcile).
+   */
+  readonly #held = new Map<string, RunFence>();
+  /** Runs this replica held and lost to another replica (or to a sweep): answered from the store. */
+  readonly #lost = new Set<string>();
+  /** Orphans seen by the last reconciliation, with their epochs (settled when seen twice). */
+  #orphans = new Map<string, number>();
+  /** Lease losses whose runs were checked against the store (see trusted). */
+  #reconciledLosses = 0;
+  readonly #reconciling: NextFlight;
   #closed = false;
 
   constructor(options: SharedRunsOptions, host: SharedRunsHost) {
@@ -65,6 +79,14 @@ export class SharedRuns {
     const pollMs = options.pollIntervalMs ?? 500;
     this.#claiming = new NextFlight(() => this.#claim());
     this.#controlling = new NextFlight(() => this.#applyControl());
+    this.#reconciling = new NextFlight(() => this.#reconcile());
+    const lease = this.store.lease;
+    lease.onStall((stalledMs) =>
+      host.logger?.warn(
+        { stalledMs, leaseMs: lease.leaseMs },
+        `the event loop was blocked for ${stalledMs} ms (the replica lease is ${lease.leaseMs} ms): a handler that blocks it longer than six leases gets its runs taken over`,
+      ),
+    );
     const report = (what: string) => (error: unknown) => {
       if (!this.#closed) host.logger?.warn({ err: error }, `shared runs: ${what} failed; retrying`);
     };
@@ -82,13 +104,11 @@ export class SharedRuns {
       void this.#claiming.run().catch(report("claim"));
       void this.#controlling.run().catch(report("control"));
     });
-    this.#every(Math.max(100, Math.floor(leaseMs / 3)), () => {
-      this.store.renewLease().catch(report("lease renewal"));
-    });
     this.#every(Math.max(100, Math.floor(leaseMs / 2)), () => {
       this.store.sweep(decideLostRun, host.maxConcurrent).then((taken) => {
         if (taken > 0) void this.#claiming.run().catch(report("claim"));
       }, report("sweep"));
+      void this.#reconciling.run().catch(report("reconciliation"));
     });
   }
 
@@ -99,6 +119,7 @@ export class SharedRuns {
    * writes nothing more.
    */
   persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number): void {
+    this.#held.set(record.id, fence);
     let flushed = alreadyStored;
     let flushedState: ExecutionState | undefined;
     let fenced = false;
@@ -115,11 +136,13 @@ export class SharedRuns {
         const written = await this.store.flush(fence, events, record.toProto());
         if (!written) {
           fenced = true;
-          if (record.isLive && !record.cancellation.aborted) record.cancellation.abort(lostOwnership(record));
+          this.#lose(record);
           throw lostOwnership(record);
         }
         flushed += events.length;
         flushedState = record.state;
+        // Its end is stored: the store no longer says this replica owns it.
+        if (!record.isLive && flushed === record.events.length) this.#held.delete(record.id);
       });
       // A failed flush leaves its events unflushed: the next change, or a retry, writes them.
       chain = next.catch(() => {
@@ -131,6 +154,24 @@ export class SharedRuns {
       if (!record.isLive) void flush().catch(() => undefined);
       else timer ??= setTimeout(() => void flush().catch(() => undefined), this.#flushWindowMs);
     });
+  }
+
+  /**
+   * Whether this replica may answer for the runs it holds from memory and start their handlers:
+   * its lease surely holds with a tenth of it to spare, and every loss of the lease was followed
+   * by a check of its runs against the store. Otherwise it reads the store (which answers
+   * UNAVAILABLE while unreachable).
+   */
+  trusted(): boolean {
+    const lease = this.store.lease;
+    // validUntil counts from when the renewal was sent, so it is already on the safe side; the
+    // tenth of a lease covers the time between this check and what it allows.
+    return Date.now() < lease.validUntil() - lease.leaseMs / 10 && lease.losses() === this.#reconciledLosses;
+  }
+
+  /** Whether this replica held the run `id` and lost it: the store's answer is the only one. */
+  isLost(id: string): boolean {
+    return this.#lost.has(id);
   }
 
   /**
@@ -263,6 +304,55 @@ export class SharedRuns {
     return mirror;
   }
 
+  /**
+   * Holds this replica's runs and the store's view of them against each other: a run held here
+   * that the store gave to another replica (or ended) is lost here; a run the store says this
+   * replica owns that is not held here (its creation's or claim's answer was lost) is settled as a
+   * lost replica's run is — handed back for a replica to claim, or ended — once it was seen so in
+   * two checks in a row (half a lease apart, longer than any creation or claim takes to be held).
+   * A check after a lost lease makes the replica trusted again.
+   */
+  async #reconcile(): Promise<void> {
+    if (this.#closed) return;
+    const losses = this.store.lease.losses();
+    const before = new Map(this.#held);
+    const owned = new Map((await this.store.ownedLive()).map((fence) => [fence.id, fence.epoch]));
+    for (const [id, fence] of before) {
+      const record = this.#host.ownedRecord(id);
+      // Ended here and stored meanwhile, or still the store's: nothing to do.
+      if (!this.#held.has(id) || owned.get(id) === fence.epoch || !record) continue;
+      // Live here but not the store's: another replica took it. Finished here: the store decides.
+      this.#lose(record);
+    }
+    const orphans = new Map<string, number>();
+    for (const [id, epoch] of owned) {
+      if (this.#held.has(id) || this.#host.ownedRecord(id)) continue;
+      if (this.#orphans.get(id) !== epoch) {
+        orphans.set(id, epoch);
+        continue;
+      }
+      const fence = { id, owner: this.store.replicaId, epoch };
+      if (await this.store.reconcile(fence, decideLostRun, this.#host.maxConcurrent)) {
+        this.#host.logger?.warn(
+          { executionId: id },
+          "a run the store gave this replica was not held here (the answer to its creation or claim was lost): handed back or ended",
+        );
+        void this.#claiming.run().catch(() => undefined);
+      }
+    }
+    this.#orphans = orphans;
+    this.#reconciledLosses = losses;
+  }
+
+  /** The run is another replica's now (or ended by a sweep): stop it here and answer from the store. */
+  #lose(record: ExecutionRecord): void {
+    this.#held.delete(record.id);
+    this.#lost.add(record.id);
+    // Kept as long as a retained record could be asked for; the oldest goes first.
+    if (this.#lost.size > maxLost) this.#lost.delete(this.#lost.values().next().value as string);
+    if (record.isLive && !record.cancellation.aborted) record.cancellation.abort(lostOwnership(record));
+  }
+
   async #claim(): Promise<void> {
     if (this.#closed) return;
     const { toolNames, room } = this.#host.claimable();
@@ -304,6 +394,7 @@ export function storedRecordInit(run: StoredRun, eventLimits: EventLimits): Exec
     writes: execution.writes,
     idempotencyKey: execution.idempotencyKey,
     eventLimits,
+    createdAtMs: execution.createdAt ? timestampMs(execution.createdAt) : undefined,
   };
 }
 

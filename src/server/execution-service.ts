@@ -73,6 +73,7 @@ export function createExecutionService(
       options: request.options,
       caller: caller.name,
       traceParent: context.values.get(traceParentKey),
+      callTimeoutMs: context.timeoutMs(),
     });
   };
   // In memory the record is read as soon as start returns: the run cannot have ended by then
@@ -135,7 +136,11 @@ export function createExecutionService(
 
     async cancelExecution(request, context) {
       const record = await recordFor(request.executionId, "cancel", context);
-      const cancelled = await executions.cancelRun(record.id, `cancelled by ${callerOf(context).name}`);
+      const cancelled = await executions.cancelRun(
+        record.id,
+        `cancelled by ${callerOf(context).name}`,
+        context.timeoutMs(),
+      );
       return { execution: cancelled.toProto() };
     },
 
@@ -147,6 +152,7 @@ export function createExecutionService(
         request.inputsDigest,
         callerOf(context).name,
         request.comment,
+        context.timeoutMs(),
       );
       return { execution: (await afterDecision(decided, context)).toProto() };
     },
@@ -159,6 +165,7 @@ export function createExecutionService(
         request.inputsDigest,
         callerOf(context).name,
         request.comment,
+        context.timeoutMs(),
       );
       return { execution: (await afterDecision(decided, context)).toProto() };
     },

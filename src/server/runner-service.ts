@@ -179,6 +179,7 @@ export function createRunnerService(
           timeoutMs: request.timeoutMs,
           options: request.options,
           deadlineMs: detach ? undefined : context.timeoutMs(),
+          callTimeoutMs: context.timeoutMs(),
           caller: callerOf(context).name,
           traceParent: context.values.get(traceParentKey),
         });

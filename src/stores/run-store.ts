@@ -1,6 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import type { StoreCall } from "./store-call.js";
 
 /** What a replica needs to start a run that another replica created: the call, as data. */
 export interface RunRequest {
@@ -32,6 +33,8 @@ export interface StoredRun {
   readonly lastSequence: number;
   /** Whether another attempt is safe after its owner is lost (the tool is idempotent or read_only). */
   readonly retrySafe: boolean;
+  /** Why a cancellation was asked of its owner, when one was and the owner has not acted on it yet. */
+  readonly cancelReason?: string | undefined;
 }
 
 /** The owner's claim on a run: writes that do not match the stored owner and epoch are refused. */
@@ -103,14 +106,20 @@ export interface RunStore {
   /** This replica's identifier (a UUID), the owner named in its claims. */
   readonly replicaId: string;
 
+  /** This replica's lease, kept by the store (see {@link ReplicaLease}). */
+  readonly lease: ReplicaLease;
+
   /**
    * Creates a run, or returns the retained run of the same caller, tool and idempotency key (the
    * key is global: one run per key across replicas). `ordinal` is the created run's position.
+   * Safe to retry with the same run after an ambiguous failure: a run of that id still as created
+   * answers as it did. With `call`'s deadline, nothing is created once it passed.
    */
   create(
     run: NewRun,
     idempotencyKey: string,
     slot?: SlotRequest,
+    call?: StoreCall,
   ): Promise<{ ordinal: number; slot: SlotOutcome | undefined } | { existing: StoredRun }>;
 
   /**
@@ -132,8 +141,10 @@ export interface RunStore {
   held(ids: readonly string[]): Promise<string[]>;
 
   /**
-   * Writes the owner's new events (numbered after the stored ones) and the record as it is now;
-   * resolves false, writing nothing, when the fence no longer holds (another replica took the run).
+   * Writes the owner's new events and the record as it is now; resolves false, writing nothing,
+   * when the fence no longer holds (another replica took the run) or the owner's lease expired.
+   * Each event is stored under its own sequence number, once: a flush retried after an ambiguous
+   * failure (its events and more) stores each event once and leaves no gap.
    */
   flush(fence: RunFence, events: readonly RunEvent[], execution: Execution): Promise<boolean>;
 
@@ -146,10 +157,10 @@ export interface RunStore {
    * Asks the owner to cancel a live run. A run no replica owns yet is ended here instead, as
    * cancelled, with the events `ended` gives. Resolves false when the run is not live.
    */
-  requestCancel(id: string, reason: string, ended: (run: StoredRun) => EndedRun): Promise<boolean>;
+  requestCancel(id: string, reason: string, ended: (run: StoredRun) => EndedRun, call?: StoreCall): Promise<boolean>;
 
   /** Records the decision on a run awaiting approval, once: resolves false when one exists or it awaits none. */
-  decide(id: string, decision: StoredDecision): Promise<boolean>;
+  decide(id: string, decision: StoredDecision, call?: StoreCall): Promise<boolean>;
 
   /** The cancellations and decisions waiting for runs this replica owns (all, or those `ids`). */
   pendingControl(ids?: readonly string[]): Promise<RunControl[]>;
@@ -164,8 +175,19 @@ export interface RunStore {
    */
   sweep(decide: (run: StoredRun) => EndedRun | RequeuedRun, maxConcurrent: number): Promise<number>;
 
-  /** Renews this replica's lease; resolves false when it had expired (its runs may be gone). */
-  renewLease(): Promise<boolean>;
+  /** The live runs the store says this replica owns, with their fences. */
+  ownedLive(): Promise<RunFence[]>;
+
+  /**
+   * Settles a run the store says this replica owns but the replica does not hold (its creation's
+   * or claim's answer was lost): ended or handed back with what `decide` gives, as a lost
+   * replica's run is, as long as `fence` still holds. Resolves whether it did.
+   */
+  reconcile(
+    fence: RunFence,
+    decide: (run: StoredRun) => EndedRun | RequeuedRun,
+    maxConcurrent: number,
+  ): Promise<boolean>;
 
   /** Deletes finished runs past the retention bounds. */
   evict(maxRetained: number, retentionMs: number): Promise<void>;
@@ -178,6 +200,26 @@ export interface RunStore {
   onControl(listener: () => void): void;
 
   close(): Promise<void>;
+}
+
+/**
+ * A replica's lease, renewed by the store on its own (for PostgreSQL, on a thread of its own, so
+ * that a busy event loop does not cost it). A replica trusts what it holds of its runs only while
+ * the lease surely holds and every loss of it was reconciled.
+ */
+export interface ReplicaLease {
+  /** How long the lease lasts without renewal, in milliseconds. */
+  readonly leaseMs: number;
+  /** Until when the lease surely holds (this process's clock, ms since the epoch). */
+  validUntil(): number;
+  /** How many times the lease was found expired and taken again (its runs may have been taken). */
+  losses(): number;
+  /** Whether the store answered the lease keeper lately (the readiness of this replica). */
+  available(): boolean;
+  /** Calls `listener` each time {@link available} changes. */
+  onAvailabilityChange(listener: (available: boolean) => void): void;
+  /** Calls `listener` when this process's event loop was blocked for more than half a lease (ms). */
+  onStall(listener: (stalledMs: number) => void): void;
 }
 
 /** A run the sweeper (or a cancel of an unowned run) ends: its final events and record. */

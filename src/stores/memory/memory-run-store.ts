@@ -3,7 +3,15 @@ import { ExecutionState, type Execution } from "../../../gen/toolruntime/v1/exec
 import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
 import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
 import { quote } from "../../registry/names.js";
-import type { RunRequest, RunStore, SlotOutcome, SlotRequest, StoredDecision, StoredRun } from "../run-store.js";
+import type {
+  ReplicaLease,
+  RunRequest,
+  RunStore,
+  SlotOutcome,
+  SlotRequest,
+  StoredDecision,
+  StoredRun,
+} from "../run-store.js";
 
 interface Row {
   readonly id: string;
@@ -53,6 +61,28 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
   const replicaId = randomUUID();
   const leaseMs = options.leaseMs ?? 10_000;
   hub.leases.set(replicaId, Date.now() + leaseMs);
+  let validUntil = Date.now() + leaseMs;
+  let losses = 0;
+  // Renewed three times per lease, as the PostgreSQL store's keeper does (on this thread: a store
+  // in one process has no other replica to lose its runs to when the event loop is blocked).
+  const renewal = setInterval(
+    () => {
+      const now = Date.now();
+      if ((hub.leases.get(replicaId) ?? 0) <= now) losses += 1;
+      hub.leases.set(replicaId, now + leaseMs);
+      validUntil = now + leaseMs;
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
+  renewal.unref();
+  const lease: ReplicaLease = {
+    leaseMs,
+    validUntil: () => validUntil,
+    losses: () => losses,
+    available: () => true,
+    onAvailabilityChange: () => undefined,
+    onStall: () => undefined,
+  };
   const stored = (row: Row): StoredRun => ({
     id: row.id,
     ordinal: row.ordinal,
@@ -62,6 +92,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
     epoch: row.epoch,
     lastSequence: row.events.length,
     retrySafe: row.retrySafe,
+    cancelReason: row.cancelReason,
   });
   const ringRun = (id: string): void => hub.runListeners.forEach((listener) => listener(id));
   const ringOwner = (owner: string | undefined): void => {
@@ -123,9 +154,26 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
 
   return {
     replicaId,
+    lease,
 
     // eslint-disable-next-line @typescript-eslint/require-await -- a rejected promise, never a throw
     async create(run, idempotencyKey, slot) {
+      const again = hub.rows.get(run.id);
+      if (again) {
+        // The same creation asked again: as it was answered while the run is as created.
+        if (again.owner !== run.owner || again.epoch !== 1) return { existing: stored(again) };
+        const slotNow: SlotOutcome | undefined =
+          !slot || again.slot === "none"
+            ? undefined
+            : {
+                slot: again.slot,
+                position:
+                  again.slot === "held"
+                    ? 0
+                    : hub.live().filter((each) => each.slot === "waiting" && each.ordinal < again.ordinal).length,
+              };
+        return { ordinal: again.ordinal, slot: slotNow };
+      }
       const keyIndex = `${run.execution.caller}\u0000${run.execution.toolName}\u0000${idempotencyKey}`;
       const earlier = idempotencyKey === "" ? undefined : hub.keys.get(keyIndex);
       const existing = earlier === undefined ? undefined : hub.rows.get(earlier);
@@ -180,7 +228,9 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
     flush(fence, events, execution) {
       const row = hub.rows.get(fence.id);
       if (!row || row.owner !== fence.owner || row.epoch !== fence.epoch) return Promise.resolve(false);
-      row.events.push(...events);
+      if ((hub.leases.get(fence.owner) ?? 0) <= Date.now()) return Promise.resolve(false);
+      // Each event once, under its own sequence number: a retried flush adds only what is missing.
+      row.events.push(...events.filter((event) => Number(event.sequence) > row.events.length));
       row.execution = execution;
       if (!liveStates.includes(execution.state)) row.finishedAt ??= Date.now();
       ringRun(row.id);
@@ -255,10 +305,17 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       return Promise.resolve(lost.length);
     },
 
-    renewLease() {
-      const alive = (hub.leases.get(replicaId) ?? 0) > Date.now();
-      hub.leases.set(replicaId, Date.now() + leaseMs);
-      return Promise.resolve(alive);
+    ownedLive() {
+      const owned = hub.live().filter((row) => row.owner === replicaId);
+      return Promise.resolve(owned.map((row) => ({ id: row.id, owner: replicaId, epoch: row.epoch })));
+    },
+
+    reconcile(fence, decide, maxConcurrent) {
+      const row = hub.rows.get(fence.id);
+      if (!row || !isLive(row) || row.owner !== fence.owner || row.epoch !== fence.epoch) return Promise.resolve(false);
+      writeEnd(row, decide(stored(row)));
+      dispatch(maxConcurrent);
+      return Promise.resolve(true);
     },
 
     evict(maxRetained, retentionMs) {
@@ -283,6 +340,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
     },
 
     close() {
+      clearInterval(renewal);
       hub.leases.set(replicaId, Date.now());
       return Promise.resolve();
     },

@@ -17,6 +17,10 @@ const migrationLockKey = 0x746f6f6c7274;
  */
 export async function migrate(pool: pg.Pool, migrations: readonly Migration[] = allMigrations): Promise<number[]> {
   const client = await pool.connect();
+  // A connection that drops while checked out emits "error": the statement in flight fails with it.
+  const ignore = (): void => undefined;
+  client.on("error", ignore);
+  let failed = false;
   try {
     await client.query("SELECT pg_advisory_lock($1)", [migrationLockKey]);
     try {
@@ -63,7 +67,11 @@ export async function migrate(pool: pg.Pool, migrations: readonly Migration[] = 
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [migrationLockKey]);
     }
+  } catch (error) {
+    failed = true;
+    throw error;
   } finally {
-    client.release();
+    client.off("error", ignore);
+    client.release(failed);
   }
 }

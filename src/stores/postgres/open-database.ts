@@ -1,12 +1,21 @@
 import pg from "pg";
 import { maskUrl } from "./mask-url.js";
+import { ReplicaSignals } from "./replica-signals.js";
+import { StorePressure } from "./store-pressure.js";
 
 /** Options of {@link openDatabase}. */
 export interface DatabaseOptions {
-  /** Most connections the pool opens. Default 32. */
+  /**
+   * Most connections the pool opens. Default 16. A replica opens two more: the doorbell's LISTEN
+   * connection and the lease keeper's.
+   */
   readonly maxConnections?: number;
-  /** Longest wait for a connection, in milliseconds. Default 5,000. */
-  readonly connectTimeoutMs?: number;
+  /**
+   * Longest one store operation may take, waiting for a connection included, before the call
+   * that needs it fails with UNAVAILABLE naming the store (sooner when the call's deadline comes
+   * first), in milliseconds. Default 5,000.
+   */
+  readonly operationTimeoutMs?: number;
   /** Longest a statement may run before the server cancels it, in milliseconds. Default 30,000. */
   readonly statementTimeoutMs?: number;
   /**
@@ -25,6 +34,10 @@ export interface Database {
   /** The full URL, for the dedicated LISTEN connection. */
   readonly url: string;
   readonly options: Required<DatabaseOptions>;
+  /** What the lease keeper measured: the database's clock offset, among others. */
+  readonly signals: ReplicaSignals;
+  /** How busy the pool is (see StorePressure). */
+  readonly pressure: StorePressure;
 }
 
 /**
@@ -34,8 +47,8 @@ export interface Database {
  */
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
   const resolved: Required<DatabaseOptions> = {
-    maxConnections: options.maxConnections ?? 32,
-    connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+    maxConnections: options.maxConnections ?? 16,
+    operationTimeoutMs: options.operationTimeoutMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
     idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs ?? 5000,
   };
@@ -45,7 +58,10 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     pool = new pg.Pool({
       connectionString: url,
       max: resolved.maxConnections,
-      connectionTimeoutMillis: resolved.connectTimeoutMs,
+      connectionTimeoutMillis: resolved.operationTimeoutMs,
+      // A connection cut off without a reset (a partition) is found dead by the kernel, not kept.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       statement_timeout: resolved.statementTimeoutMs,
       idle_in_transaction_session_timeout: resolved.idleInTransactionTimeoutMs,
       application_name: "toolruntime",
@@ -64,5 +80,5 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     await pool.end().catch(() => undefined);
     throw new Error(`cannot reach the store at ${maskedUrl}: ${(error as Error).message}`, { cause: error });
   }
-  return { pool, maskedUrl, url, options: resolved };
+  return { pool, maskedUrl, url, options: resolved, signals: new ReplicaSignals(), pressure: new StorePressure() };
 }

@@ -21,10 +21,22 @@ export interface PostgresToolStoreOptions {
 export interface PostgresRunStoreOptions {
   /** How long a replica's lease lasts without renewal, in milliseconds. Default 10,000. */
   readonly leaseMs?: number;
+  /** Interval of the availability check behind readiness, in milliseconds. Default 1,000. */
+  readonly availabilityIntervalMs?: number;
+  /**
+   * Longest the event loop may be blocked before the lease is left to expire (the replica is taken
+   * for stuck and its runs are taken over), in milliseconds. Default six leases.
+   */
+  readonly maxStallMs?: number;
 }
 
 /** Options of openPostgresStoreSet. */
 export interface PostgresStoreOptions extends PostgresToolStoreOptions, PostgresRunStoreOptions {
-  /** Interval of the availability check behind readiness, in milliseconds. Default 1,000. */
-  readonly availabilityIntervalMs?: number;
+  /** Most connections of the replica's pool (it opens two more: LISTEN and the lease). Default 16. */
+  readonly maxConnections?: number;
+  /**
+   * Longest one store operation may take before the call that needs it fails with UNAVAILABLE
+   * (sooner when the call's deadline comes first), in milliseconds. Default 5,000.
+   */
+  readonly operationTimeoutMs?: number;
 }

@@ -1,6 +1,5 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { randomUUID } from "node:crypto";
-import type pg from "pg";
 import { ExecutionSchema, ExecutionState } from "../../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
 import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
@@ -15,11 +14,12 @@ import type {
   StoredDecision,
   StoredRun,
 } from "../run-store.js";
+import type { StoreCall } from "../store-call.js";
 import type { Doorbell } from "./doorbell.js";
 import type { PostgresRunStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
-import { databaseUnavailable, isDatabaseUnavailable } from "./database-errors.js";
-import { inTransaction, query } from "./transaction.js";
+import { startLeaseKeeper } from "./lease-keeper.js";
+import { databaseDeadline, inTransaction, query, type TransactionClient } from "./transaction.js";
 
 /** Channels of the doorbell: a run changed (payload: its id), runs wait to be claimed, control for an owner. */
 const runsChannel = "toolruntime_runs";
@@ -35,20 +35,33 @@ interface RunRow {
   epoch: number;
   last_sequence: number;
   retry_safe: boolean;
+  cancel_reason: string | null;
 }
 
-const runColumns = "id, ordinal, record, request, owner, epoch, last_sequence, retry_safe";
+const runColumns = "id, ordinal, record, request, owner, epoch, last_sequence, retry_safe, cancel_reason";
 /** Serialises admission decisions across the cluster ("tlrtadm" in ASCII). */
 const admissionLockKey = 0x746c72746164;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const live = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, ExecutionState.RUNNING];
+/** Pause before creating a run again after an ambiguous failure, in milliseconds. */
+const createRetryDelayMs = 50;
+
+interface CreatedRow {
+  r_ordinal: string;
+  r_decided: "held" | "waiting" | null;
+  r_waiting: string;
+}
 
 /**
  * The run store on PostgreSQL. Ownership is a row's `owner` and `epoch`: an owner's every write
  * names both and is refused once a takeover bumped the epoch, so a replica paused past its lease
- * cannot write late events or a second result. Claims take unowned runs with `FOR UPDATE SKIP
- * LOCKED`, so no run is claimed twice. Notifications are a doorbell only: one per flush of a run
- * (events are batched by the owner), never one per event; readers re-read rows and poll.
+ * cannot write late events or a second result; nor can an owner whose lease expired, even before
+ * its runs were taken. Claims take unowned runs with `FOR UPDATE SKIP LOCKED`, so no run is
+ * claimed twice. Every write can be retried after an ambiguous failure with the same outcome: a
+ * run is created once per id, and each event is stored under its own sequence number once.
+ * Notifications are a doorbell only: one per flush of a run (events are batched by the owner),
+ * never one per event; readers re-read rows and poll. The lease is kept by a thread of its own
+ * (see startLeaseKeeper).
  */
 export async function createPostgresRunStore(
   database: Database,
@@ -62,6 +75,12 @@ export async function createPostgresRunStore(
     replicaId,
     leaseInterval,
   ]);
+  const lease = startLeaseKeeper(database, {
+    replicaId,
+    leaseMs,
+    availabilityIntervalMs: options.availabilityIntervalMs ?? 1000,
+    ...(options.maxStallMs === undefined ? {} : { maxStallMs: options.maxStallMs }),
+  });
 
   const toStored = (row: RunRow): StoredRun => ({
     id: row.id,
@@ -72,10 +91,16 @@ export async function createPostgresRunStore(
     epoch: row.epoch,
     lastSequence: row.last_sequence,
     retrySafe: row.retry_safe,
+    cancelReason: row.cancel_reason ?? undefined,
   });
 
   /** Appends events after `last` and writes the record, for a run locked by this transaction. */
-  const writeEnd = async (client: pg.PoolClient, run: StoredRun, lastSequence: number, end: EndedRun | RequeuedRun) => {
+  const writeEnd = async (
+    client: TransactionClient,
+    run: StoredRun,
+    lastSequence: number,
+    end: EndedRun | RequeuedRun,
+  ) => {
     await insertEvents(client, run.id, lastSequence, end.events);
     const ended = end.kind === "ended";
     await client.query(
@@ -95,7 +120,7 @@ export async function createPostgresRunStore(
    * exclude the run itself, so asking again is harmless.
    */
   const admitIn = async (
-    client: pg.PoolClient | pg.Pool,
+    client: TransactionClient,
     id: string,
     toolName: string,
     slot: SlotRequest,
@@ -117,36 +142,58 @@ export async function createPostgresRunStore(
     await query(database, "SELECT toolruntime.dispatch_slots($1)", [maxConcurrent]);
   };
 
+  /** Creates a run (see create_run_once), trying again while failures leave it unknown whether it was. */
+  const createOnce = async (values: unknown[], call: StoreCall): Promise<CreatedRow | undefined> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { rows } = await query<CreatedRow>(
+          database,
+          "SELECT r_ordinal, r_decided, r_waiting FROM toolruntime.create_run_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+          values,
+          call,
+        );
+        return rows[0];
+      } catch (error) {
+        // UNAVAILABLE may hide a commit whose answer was lost: the same call again tells. Three
+        // tries at most, within the call's deadline and the store's operation timeout.
+        const ambiguous = error instanceof ToolRuntimeError && error.code === "UNAVAILABLE";
+        if (!ambiguous || attempt >= 3) throw error;
+        await new Promise((resolve) => setTimeout(resolve, createRetryDelayMs * attempt));
+      }
+    }
+  };
+
   return {
     replicaId,
+    lease,
 
-    async create(run, idempotencyKey, slot) {
+    async create(run, idempotencyKey, slot, call = {}) {
+      database.pressure.checkRoomForNewRun(database, run.execution.toolName);
+      const values = [
+        run.id,
+        run.execution.toolName,
+        run.execution.caller,
+        idempotencyKey,
+        run.execution.state,
+        run.retrySafe,
+        toBinary(ExecutionSchema, run.execution),
+        JSON.stringify(run.request),
+        run.owner ?? null,
+        slot !== undefined,
+        slot?.maxConcurrent ?? 0,
+        slot?.toolLimit ?? 0,
+        slot?.maxQueued ?? 0,
+        databaseDeadline(database, call),
+      ];
       for (;;) {
-        let created: { r_ordinal: string; r_decided: "held" | "waiting" | null; r_waiting: string } | undefined;
+        let created: CreatedRow | undefined;
         try {
           // One statement: the lock it takes to admit is held for microseconds, not round trips.
-          const { rows } = await query<{ r_ordinal: string; r_decided: "held" | "waiting" | null; r_waiting: string }>(
-            database,
-            "SELECT r_ordinal, r_decided, r_waiting FROM toolruntime.create_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-            [
-              run.id,
-              run.execution.toolName,
-              run.execution.caller,
-              idempotencyKey,
-              run.execution.state,
-              run.retrySafe,
-              toBinary(ExecutionSchema, run.execution),
-              JSON.stringify(run.request),
-              run.owner ?? null,
-              slot !== undefined,
-              slot?.maxConcurrent ?? 0,
-              slot?.toolLimit ?? 0,
-              slot?.maxQueued ?? 0,
-            ],
-          );
-          created = rows[0];
+          created = await createOnce(values, call);
         } catch (error) {
-          throw queueFull(error, run.execution.toolName, slot?.maxConcurrent ?? 1);
+          // A concurrent attempt of the same creation (the first one's answer was lost) committed.
+          if ((error as { code?: string }).code !== "23505")
+            throw queueFull(error, run.execution.toolName, slot?.maxConcurrent ?? 1);
         }
         if (created) {
           const admitted: SlotOutcome | undefined =
@@ -155,10 +202,14 @@ export async function createPostgresRunStore(
               : { slot: created.r_decided, position: created.r_decided === "held" ? 0 : Number(created.r_waiting) };
           return { ordinal: Number(created.r_ordinal), slot: admitted };
         }
+        // The run of that id changed since it was created, or the key names an earlier run.
         const existing = await query<RunRow>(
           database,
-          `SELECT ${runColumns} FROM toolruntime.executions WHERE caller = $1 AND tool_name = $2 AND idempotency_key = $3`,
-          [run.execution.caller, run.execution.toolName, idempotencyKey],
+          `SELECT ${runColumns} FROM toolruntime.executions
+            WHERE id = $1 OR (idempotency_key <> '' AND caller = $2 AND tool_name = $3 AND idempotency_key = $4)
+            ORDER BY id = $1 DESC LIMIT 1`,
+          [run.id, run.execution.caller, run.execution.toolName, idempotencyKey],
+          call,
         );
         // Evicted between the two statements: try again.
         if (existing.rows[0]) return { existing: toStored(existing.rows[0]) };
@@ -172,12 +223,7 @@ export async function createPostgresRunStore(
         "SELECT tool_name FROM toolruntime.executions WHERE id = $1",
         [id],
       );
-      try {
-        return await admitIn(database.pool, id, rows[0]?.tool_name ?? "", slot);
-      } catch (error) {
-        if (error instanceof ToolRuntimeError || !isDatabaseUnavailable(error)) throw error;
-        throw databaseUnavailable(database.maskedUrl, error);
-      }
+      return inTransaction(database, (client) => admitIn(client, id, rows[0]?.tool_name ?? "", slot));
     },
 
     async release(id, maxConcurrent) {
@@ -197,23 +243,27 @@ export async function createPostgresRunStore(
     },
 
     async flush(fence, events, execution) {
-      // One statement, so one round trip: the fenced update, the events numbered after the stored
-      // ones, and the doorbell, atomically.
+      // One statement, so one round trip: the update fenced by owner, epoch and a live lease, the
+      // events under their own sequence numbers (each once: a retried flush adds only what is
+      // missing), and the doorbell, atomically.
+      const last = events.at(-1);
       const { rows } = await query<{ written: string }>(
         database,
         `WITH updated AS (
            UPDATE toolruntime.executions
-              SET record = $4, state = $5, live = $6, last_sequence = last_sequence + $7,
+              SET record = $4, state = $5, live = $6, last_sequence = greatest(last_sequence, $7),
                   finished_at = CASE WHEN $6 THEN NULL ELSE coalesce(finished_at, now()) END
             WHERE id = $1 AND owner = $2 AND epoch = $3
-        RETURNING last_sequence - $7 AS after
+              AND EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = $2 AND r.lease_expires_at > now())
+        RETURNING 1
          ), inserted AS (
            INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
-           SELECT $1, updated.after + t.ordinality, t.event
-             FROM updated, unnest($8::bytea[]) WITH ORDINALITY AS t(event, ordinality)
+           SELECT $1, t.sequence, t.event
+             FROM updated, unnest($8::integer[], $9::bytea[]) AS t(sequence, event)
+           ON CONFLICT (execution_id, sequence) DO NOTHING
            RETURNING 1
          ), rung AS (
-           SELECT pg_notify($9, $1::text) FROM updated
+           SELECT pg_notify($10, $1::text) FROM updated
          )
          SELECT (SELECT count(*) FROM updated) AS written, (SELECT count(*) FROM rung) AS rung,
                 (SELECT count(*) FROM inserted) AS inserted`,
@@ -224,7 +274,8 @@ export async function createPostgresRunStore(
           toBinary(ExecutionSchema, execution),
           execution.state,
           live.includes(execution.state),
-          events.length,
+          last === undefined ? 0 : Number(last.sequence),
+          events.map((event) => Number(event.sequence)),
           events.map((event) => Buffer.from(toBinary(RunEventSchema, event))),
           runsChannel,
         ],
@@ -265,40 +316,53 @@ export async function createPostgresRunStore(
       return rows.map(toStored);
     },
 
-    async requestCancel(id, reason, ended) {
+    async requestCancel(id, reason, ended, call = {}) {
       if (!uuidPattern.test(id)) return false;
-      return inTransaction(database, async (client) => {
-        const { rows } = await client.query<RunRow & { live: boolean }>(
-          `SELECT ${runColumns}, live FROM toolruntime.executions WHERE id = $1 FOR UPDATE`,
-          [id],
-        );
-        const row = rows[0];
-        if (!row?.live) return false;
-        if (row.owner === null) {
-          await writeEnd(client, toStored(row), row.last_sequence, ended(toStored(row)));
+      return inTransaction(
+        database,
+        async (client) => {
+          const { rows } = await client.query<RunRow & { live: boolean }>(
+            `SELECT ${runColumns}, live FROM toolruntime.executions WHERE id = $1 FOR UPDATE`,
+            [id],
+          );
+          const row = rows[0];
+          if (!row?.live) return false;
+          if (row.owner === null) {
+            await writeEnd(client, toStored(row), row.last_sequence, ended(toStored(row)));
+            return true;
+          }
+          await client.query(
+            "UPDATE toolruntime.executions SET cancel_reason = coalesce(cancel_reason, $2) WHERE id = $1",
+            [id, reason],
+          );
+          await client.query("SELECT pg_notify($1, $2)", [controlChannel, row.owner]);
           return true;
-        }
-        await client.query(
-          "UPDATE toolruntime.executions SET cancel_reason = coalesce(cancel_reason, $2) WHERE id = $1",
-          [id, reason],
-        );
-        await client.query("SELECT pg_notify($1, $2)", [controlChannel, row.owner]);
-        return true;
-      });
+        },
+        call,
+      );
     },
 
-    async decide(id, decision: StoredDecision) {
+    async decide(id, decision: StoredDecision, call = {}) {
       if (!uuidPattern.test(id)) return false;
+      // One statement: the decision, the owner's doorbell, and the deadline checked last.
       const { rows } = await query<{ owner: string | null }>(
         database,
-        `UPDATE toolruntime.executions SET decision = $2
-          WHERE id = $1 AND live AND state = $3 AND decision IS NULL
-        RETURNING owner`,
-        [id, JSON.stringify(decision), ExecutionState.AWAITING_APPROVAL],
+        `WITH decided AS (
+           UPDATE toolruntime.executions SET decision = $2
+            WHERE id = $1 AND live AND state = $3 AND decision IS NULL
+          RETURNING owner
+         )
+         SELECT owner, pg_notify($4, coalesce(owner, '')), toolruntime.check_deadline($5) FROM decided`,
+        [
+          id,
+          JSON.stringify(decision),
+          ExecutionState.AWAITING_APPROVAL,
+          controlChannel,
+          databaseDeadline(database, call),
+        ],
+        call,
       );
-      if (!rows[0]) return false;
-      await query(database, "SELECT pg_notify($1, $2)", [controlChannel, rows[0].owner ?? ""]);
-      return true;
+      return rows.length > 0;
     },
 
     async pendingControl(ids) {
@@ -325,7 +389,7 @@ export async function createPostgresRunStore(
                   WHERE live AND owner IS NULL AND tool_name = ANY($2)
                   ORDER BY ordinal LIMIT $3 FOR UPDATE SKIP LOCKED) claimed
           WHERE e.id = claimed.id
-      RETURNING e.id, e.ordinal, e.record, e.request, e.owner, e.epoch, e.last_sequence, e.retry_safe`,
+      RETURNING e.id, e.ordinal, e.record, e.request, e.owner, e.epoch, e.last_sequence, e.retry_safe, e.cancel_reason`,
         [replicaId, toolNames, limit],
       );
       return rows.map(toStored).sort((a, b) => a.ordinal - b.ordinal);
@@ -352,21 +416,30 @@ export async function createPostgresRunStore(
       });
     },
 
-    async renewLease() {
-      const renewed = await query(
+    async ownedLive() {
+      const { rows } = await query<{ id: string; epoch: number }>(
         database,
-        "UPDATE toolruntime.replicas SET lease_expires_at = now() + $2::interval WHERE id = $1 AND lease_expires_at > now()",
-        [replicaId, leaseInterval],
+        "SELECT id, epoch FROM toolruntime.executions WHERE owner = $1 AND live",
+        [replicaId],
       );
-      if ((renewed.rowCount ?? 0) > 0) return true;
-      // Expired (paused, or cut off from the database): this replica's runs may have been taken.
-      await query(
-        database,
-        `INSERT INTO toolruntime.replicas (id, lease_expires_at) VALUES ($1, now() + $2::interval)
-         ON CONFLICT (id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at`,
-        [replicaId, leaseInterval],
-      );
-      return false;
+      return rows.map((row) => ({ id: row.id, owner: replicaId, epoch: row.epoch }));
+    },
+
+    reconcile(fence, decide, maxConcurrent) {
+      return inTransaction(database, async (client) => {
+        // The admission lock first, as dispatching takes it (see sweep).
+        await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
+        const { rows } = await client.query<RunRow>(
+          `SELECT ${runColumns} FROM toolruntime.executions
+            WHERE id = $1 AND owner = $2 AND epoch = $3 AND live FOR UPDATE`,
+          [fence.id, fence.owner, fence.epoch],
+        );
+        const row = rows[0];
+        if (!row) return false;
+        await writeEnd(client, toStored(row), row.last_sequence, decide(toStored(row)));
+        await client.query("SELECT toolruntime.dispatch_slots($1)", [maxConcurrent]);
+        return true;
+      });
     },
 
     async evict(maxRetained, retentionMs) {
@@ -391,6 +464,7 @@ export async function createPostgresRunStore(
       }),
 
     async close() {
+      await lease.close();
       // Leaving at once lets the others take this replica's remaining runs without waiting for its lease.
       await query(database, "UPDATE toolruntime.replicas SET lease_expires_at = now() WHERE id = $1", [
         replicaId,
@@ -399,7 +473,7 @@ export async function createPostgresRunStore(
   };
 }
 
-async function insertEvents(client: pg.PoolClient, id: string, after: number, events: readonly RunEvent[]) {
+async function insertEvents(client: TransactionClient, id: string, after: number, events: readonly RunEvent[]) {
   if (events.length === 0) return;
   await client.query(
     `INSERT INTO toolruntime.execution_events (execution_id, sequence, event)

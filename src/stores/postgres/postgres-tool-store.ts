@@ -1,5 +1,4 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import type pg from "pg";
 import { ToolSpecSchema, type ToolSpec } from "../../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
 import type { ToolChange } from "../../registry/change-log.js";
@@ -13,7 +12,7 @@ import type { Doorbell } from "./doorbell.js";
 import type { PostgresToolStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
 import { decodeSpec, RegistryFollower, toolsChannel } from "./registry-follower.js";
-import { inTransaction, query } from "./transaction.js";
+import { inTransaction, query, type TransactionClient } from "./transaction.js";
 
 /** Serialises the creation of registries, so the cluster-wide count is exact ("tlrtrg" in ASCII). */
 const registryCreationLockKey = 0x746c72747267;
@@ -52,7 +51,7 @@ export async function createPostgresToolStore(
     (await follower.sync(name)) ?? registries.mirror(name, [], 0n);
 
   /** Locks the registry's row (creating it, within the cluster-wide limit) and returns its head. */
-  const lockRegistry = async (client: pg.PoolClient, name: string) => {
+  const lockRegistry = async (client: TransactionClient, name: string) => {
     let head = await client.query<{ version: string; tool_count: number }>(
       "SELECT version, tool_count FROM toolruntime.registries WHERE name = $1 FOR UPDATE",
       [name],
@@ -79,7 +78,7 @@ export async function createPostgresToolStore(
   };
 
   /** Records a change under the registry's lock: the next version, the log, the doorbell. */
-  const commitChange = async (client: pg.PoolClient, registry: string, change: ToolChange, countDelta: number) => {
+  const commitChange = async (client: TransactionClient, registry: string, change: ToolChange, countDelta: number) => {
     await client.query("INSERT INTO toolruntime.tool_changes (registry, version, kind, spec) VALUES ($1, $2, $3, $4)", [
       registry,
       change.version.toString(),
@@ -113,7 +112,7 @@ export async function createPostgresToolStore(
       fresh: ToolSpec,
       toolName: string,
       registry: string,
-      client: pg.PoolClient,
+      client: TransactionClient,
     ) => Promise<"adopt" | "write">,
   ): Promise<{ spec: ToolSpec; replaced: boolean }> => {
     const name = resolveRegistryName(registryName);
@@ -167,7 +166,7 @@ export async function createPostgresToolStore(
   };
 
   /** Removes a provider's tool that no replica serves any more (the registry's row is locked). */
-  const removeIfUnserved = async (client: pg.PoolClient, registry: string, version: bigint, toolName: string) => {
+  const removeIfUnserved = async (client: TransactionClient, registry: string, version: bigint, toolName: string) => {
     const left = await client.query("SELECT 1 FROM toolruntime.provider_tools WHERE registry = $1 AND tool = $2", [
       registry,
       toolName,

@@ -218,4 +218,53 @@ export const migrations: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 6,
+    name: "writes that can be retried after a lost answer, and that respect the call's deadline",
+    sql: `
+      -- Raises 'deadline passed' (SQLSTATE P0001) once the database's clock is past p_deadline: the
+      -- last step of a write made for a call, so that a write held up in the network past the
+      -- call's deadline rolls back instead of committing after the caller was told it failed.
+      CREATE FUNCTION toolruntime.check_deadline(p_deadline timestamptz) RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        IF p_deadline IS NOT NULL AND clock_timestamp() > p_deadline THEN
+          RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'deadline passed';
+        END IF;
+      END
+      $fn$;
+
+      -- create_run, made safe to call again with the same p_id after an ambiguous commit: a run of
+      -- that id still as created (same owner, first epoch) answers as it did, nothing written again;
+      -- one changed since answers no row (the caller reads it as an existing run). The deadline is
+      -- checked last, so a creation arriving after it rolls back, admission included.
+      CREATE FUNCTION toolruntime.create_run_once(
+        p_id uuid, p_tool text, p_caller text, p_key text, p_state smallint, p_retry_safe boolean,
+        p_record bytea, p_request jsonb, p_owner text,
+        p_admit boolean, p_max integer, p_tool_limit integer, p_max_queued integer, p_deadline timestamptz
+      ) RETURNS TABLE (r_ordinal bigint, r_decided text, r_waiting bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_ordinal bigint; v_slot text; v_owner text; v_epoch integer;
+      BEGIN
+        SELECT e.ordinal, e.slot, e.owner, e.epoch INTO v_ordinal, v_slot, v_owner, v_epoch
+          FROM toolruntime.executions e WHERE e.id = p_id;
+        IF FOUND THEN
+          IF v_owner IS DISTINCT FROM p_owner OR v_epoch <> 1 THEN
+            RETURN;
+          END IF;
+          IF NOT p_admit OR v_slot = 'none' THEN
+            RETURN QUERY SELECT v_ordinal, NULL::text, 0::bigint;
+          ELSE
+            RETURN QUERY SELECT v_ordinal, v_slot, (SELECT count(*) FROM toolruntime.executions w
+              WHERE w.live AND w.slot = 'waiting' AND w.ordinal < v_ordinal);
+          END IF;
+          RETURN;
+        END IF;
+        RETURN QUERY SELECT c.r_ordinal, c.r_decided, c.r_waiting
+          FROM toolruntime.create_run(p_id, p_tool, p_caller, p_key, p_state, p_retry_safe, p_record, p_request,
+                                      p_owner, p_admit, p_max, p_tool_limit, p_max_queued) c;
+        PERFORM toolruntime.check_deadline(p_deadline);
+      END
+      $fn$;
+    `,
+  },
 ];

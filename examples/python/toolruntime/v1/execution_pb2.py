@@ -17,15 +17,15 @@ from toolruntime.v1 import run_event_pb2 as toolruntime_dot_v1_dot_run__event__p
 from toolruntime.v1 import tool_pb2 as toolruntime_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolruntime/v1/execution.proto\x12\x0etoolruntime.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etoolruntime/v1/run_event.proto\x1a\x19toolruntime/v1/tool.proto\"\xed\x01\n\x10\x45xecutionOptions\x12\x18\n\x10queue_timeout_ms\x18\x01 \x01(\r\x12\x1c\n\x14heartbeat_timeout_ms\x18\x02 \x01(\r\x12\x1b\n\x13\x61pproval_timeout_ms\x18\x03 \x01(\r\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x31\n\x0cretry_policy\x18\x05 \x01(\x0b\x32\x1b.toolruntime.v1.RetryPolicy\x12\x1a\n\x12\x61\x63knowledge_unsafe\x18\x06 \x01(\x08\x12\x1c\n\x14\x64\x65tach_on_disconnect\x18\x07 \x01(\x08\"\x96\x01\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\r\x12\x1a\n\x12initial_backoff_ms\x18\x02 \x01(\r\x12\x16\n\x0emax_backoff_ms\x18\x03 \x01(\r\x12\x1a\n\x12\x62\x61\x63koff_multiplier\x18\x04 \x01(\x01\x12!\n\x19non_retryable_error_types\x18\x05 \x03(\t\"y\n\x10\x41pprovalDecision\x12\x10\n\x08\x61pproved\x18\x01 \x01(\x08\x12\x12\n\ndecided_by\x18\x02 \x01(\t\x12.\n\ndecided_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x63omment\x18\x04 \x01(\t\"\x8a\x04\n\tExecution\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x0e\n\x06runner\x18\x03 \x01(\t\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x1e.toolruntime.v1.ExecutionState\x12\x15\n\rinputs_digest\x18\x05 \x01(\t\x12\x0e\n\x06\x63\x61ller\x18\x06 \x01(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1c\n\x14\x61waiting_approval_ms\x18\t \x01(\x01\x12\x11\n\tqueued_ms\x18\n \x01(\x01\x12\x12\n\nrunning_ms\x18\x0b \x01(\x01\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\r\x12*\n\x06result\x18\r \x01(\x0b\x32\x1a.toolruntime.v1.ToolResult\x12\x0e\n\x06writes\x18\x0e \x01(\x08\x12\x32\n\x08\x61pproval\x18\x0f \x01(\x0b\x32 .toolruntime.v1.ApprovalDecision\x12\x17\n\x0fidempotency_key\x18\x10 \x01(\t\x12\x15\n\rlast_sequence\x18\x11 \x01(\x04\x12\x16\n\x0eoutput_omitted\x18\x12 \x01(\x08\"\x9a\x01\n\x15StartExecutionRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12\'\n\x06inputs\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x12\n\ntimeout_ms\x18\x03 \x01(\r\x12\x31\n\x07options\x18\x04 \x01(\x0b\x32 .toolruntime.v1.ExecutionOptions\"\\\n\x16StartExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\"E\n\x15WatchExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"A\n\x16WatchExecutionResponse\x12\'\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.toolruntime.v1.RunEvent\"+\n\x16WatchExecutionsRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\"Z\n\x17WatchExecutionsResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\x12\x11\n\tcaught_up\x18\x02 \x01(\x08\"C\n\x13GetExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x16\n\x0einclude_inputs\x18\x02 \x01(\x08\"m\n\x14GetExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\x12\'\n\x06inputs\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x80\x01\n\x15ListExecutionsRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12-\n\x05state\x18\x02 \x01(\x0e\x32\x1e.toolruntime.v1.ExecutionState\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"`\n\x16ListExecutionsResponse\x12-\n\nexecutions\x18\x01 \x03(\x0b\x32\x19.toolruntime.v1.Execution\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\".\n\x16\x43\x61ncelExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\"G\n\x17\x43\x61ncelExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\"W\n\x17\x41pproveExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x15\n\rinputs_digest\x18\x02 \x01(\t\x12\x0f\n\x07\x63omment\x18\x03 \x01(\t\"H\n\x18\x41pproveExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\"V\n\x16RejectExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x15\n\rinputs_digest\x18\x02 \x01(\t\x12\x0f\n\x07\x63omment\x18\x03 \x01(\t\"G\n\x17RejectExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\"\x18\n\x16GetCapabilitiesRequest\"\xc9\x02\n\x17GetCapabilitiesResponse\x12\x1b\n\x13max_concurrent_runs\x18\x01 \x01(\r\x12\x17\n\x0fmax_queued_runs\x18\x02 \x01(\r\x12 \n\x18\x64\x65\x66\x61ult_queue_timeout_ms\x18\x03 \x01(\r\x12#\n\x1b\x64\x65\x66\x61ult_approval_timeout_ms\x18\x04 \x01(\r\x12\x1a\n\x12\x64\x65\x66\x61ult_timeout_ms\x18\x05 \x01(\r\x12\x1d\n\x15heartbeat_interval_ms\x18\x06 \x01(\r\x12\x1b\n\x13retained_executions\x18\x07 \x01(\r\x12\x14\n\x0cretention_ms\x18\x08 \x01(\x04\x12\x16\n\x0eretained_bytes\x18\t \x01(\x04\x12\x19\n\x11max_message_bytes\x18\n \x01(\r\x12\x10\n\x08\x66\x65\x61tures\x18\x0b \x03(\t*\xeb\x01\n\x0e\x45xecutionState\x12\x1f\n\x1b\x45XECUTION_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45XECUTION_STATE_QUEUED\x10\x01\x12%\n!EXECUTION_STATE_AWAITING_APPROVAL\x10\x02\x12\x1b\n\x17\x45XECUTION_STATE_RUNNING\x10\x03\x12\x1d\n\x19\x45XECUTION_STATE_SUCCEEDED\x10\x04\x12\x1a\n\x16\x45XECUTION_STATE_FAILED\x10\x05\x12\x1d\n\x19\x45XECUTION_STATE_CANCELLED\x10\x06\x32\x8b\x07\n\x10\x45xecutionService\x12_\n\x0eStartExecution\x12%.toolruntime.v1.StartExecutionRequest\x1a&.toolruntime.v1.StartExecutionResponse\x12\x61\n\x0eWatchExecution\x12%.toolruntime.v1.WatchExecutionRequest\x1a&.toolruntime.v1.WatchExecutionResponse0\x01\x12\x64\n\x0fWatchExecutions\x12&.toolruntime.v1.WatchExecutionsRequest\x1a\'.toolruntime.v1.WatchExecutionsResponse0\x01\x12Y\n\x0cGetExecution\x12#.toolruntime.v1.GetExecutionRequest\x1a$.toolruntime.v1.GetExecutionResponse\x12_\n\x0eListExecutions\x12%.toolruntime.v1.ListExecutionsRequest\x1a&.toolruntime.v1.ListExecutionsResponse\x12\x62\n\x0f\x43\x61ncelExecution\x12&.toolruntime.v1.CancelExecutionRequest\x1a\'.toolruntime.v1.CancelExecutionResponse\x12\x65\n\x10\x41pproveExecution\x12\'.toolruntime.v1.ApproveExecutionRequest\x1a(.toolruntime.v1.ApproveExecutionResponse\x12\x62\n\x0fRejectExecution\x12&.toolruntime.v1.RejectExecutionRequest\x1a\'.toolruntime.v1.RejectExecutionResponse\x12\x62\n\x0fGetCapabilities\x12&.toolruntime.v1.GetCapabilitiesRequest\x1a\'.toolruntime.v1.GetCapabilitiesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolruntime/v1/execution.proto\x12\x0etoolruntime.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etoolruntime/v1/run_event.proto\x1a\x19toolruntime/v1/tool.proto\"\xed\x01\n\x10\x45xecutionOptions\x12\x18\n\x10queue_timeout_ms\x18\x01 \x01(\r\x12\x1c\n\x14heartbeat_timeout_ms\x18\x02 \x01(\r\x12\x1b\n\x13\x61pproval_timeout_ms\x18\x03 \x01(\r\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x31\n\x0cretry_policy\x18\x05 \x01(\x0b\x32\x1b.toolruntime.v1.RetryPolicy\x12\x1a\n\x12\x61\x63knowledge_unsafe\x18\x06 \x01(\x08\x12\x1c\n\x14\x64\x65tach_on_disconnect\x18\x07 \x01(\x08\"\x96\x01\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\r\x12\x1a\n\x12initial_backoff_ms\x18\x02 \x01(\r\x12\x16\n\x0emax_backoff_ms\x18\x03 \x01(\r\x12\x1a\n\x12\x62\x61\x63koff_multiplier\x18\x04 \x01(\x01\x12!\n\x19non_retryable_error_types\x18\x05 \x03(\t\"y\n\x10\x41pprovalDecision\x12\x10\n\x08\x61pproved\x18\x01 \x01(\x08\x12\x12\n\ndecided_by\x18\x02 \x01(\t\x12.\n\ndecided_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x63omment\x18\x04 \x01(\t\"\xa1\x04\n\tExecution\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x0e\n\x06runner\x18\x03 \x01(\t\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x1e.toolruntime.v1.ExecutionState\x12\x15\n\rinputs_digest\x18\x05 \x01(\t\x12\x0e\n\x06\x63\x61ller\x18\x06 \x01(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1c\n\x14\x61waiting_approval_ms\x18\t \x01(\x01\x12\x11\n\tqueued_ms\x18\n \x01(\x01\x12\x12\n\nrunning_ms\x18\x0b \x01(\x01\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\r\x12*\n\x06result\x18\r \x01(\x0b\x32\x1a.toolruntime.v1.ToolResult\x12\x0e\n\x06writes\x18\x0e \x01(\x08\x12\x32\n\x08\x61pproval\x18\x0f \x01(\x0b\x32 .toolruntime.v1.ApprovalDecision\x12\x17\n\x0fidempotency_key\x18\x10 \x01(\t\x12\x15\n\rlast_sequence\x18\x11 \x01(\x04\x12\x16\n\x0eoutput_omitted\x18\x12 \x01(\x08\x12\x15\n\rreplicas_lost\x18\x13 \x01(\r\"\x9a\x01\n\x15StartExecutionRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12\'\n\x06inputs\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x12\n\ntimeout_ms\x18\x03 \x01(\r\x12\x31\n\x07options\x18\x04 \x01(\x0b\x32 .toolruntime.v1.ExecutionOptions\"\\\n\x16StartExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\x12\x14\n\x0c\x64\x65\x64uplicated\x18\x02 \x01(\x08\"E\n\x15WatchExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"A\n\x16WatchExecutionResponse\x12\'\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.toolruntime.v1.RunEvent\"+\n\x16WatchExecutionsRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\"Z\n\x17WatchExecutionsResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\x12\x11\n\tcaught_up\x18\x02 \x01(\x08\"C\n\x13GetExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x16\n\x0einclude_inputs\x18\x02 \x01(\x08\"m\n\x14GetExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\x12\'\n\x06inputs\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x80\x01\n\x15ListExecutionsRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12-\n\x05state\x18\x02 \x01(\x0e\x32\x1e.toolruntime.v1.ExecutionState\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"`\n\x16ListExecutionsResponse\x12-\n\nexecutions\x18\x01 \x03(\x0b\x32\x19.toolruntime.v1.Execution\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\".\n\x16\x43\x61ncelExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\"G\n\x17\x43\x61ncelExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\"W\n\x17\x41pproveExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x15\n\rinputs_digest\x18\x02 \x01(\t\x12\x0f\n\x07\x63omment\x18\x03 \x01(\t\"H\n\x18\x41pproveExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\"V\n\x16RejectExecutionRequest\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x15\n\rinputs_digest\x18\x02 \x01(\t\x12\x0f\n\x07\x63omment\x18\x03 \x01(\t\"G\n\x17RejectExecutionResponse\x12,\n\texecution\x18\x01 \x01(\x0b\x32\x19.toolruntime.v1.Execution\"\x18\n\x16GetCapabilitiesRequest\"\xc9\x02\n\x17GetCapabilitiesResponse\x12\x1b\n\x13max_concurrent_runs\x18\x01 \x01(\r\x12\x17\n\x0fmax_queued_runs\x18\x02 \x01(\r\x12 \n\x18\x64\x65\x66\x61ult_queue_timeout_ms\x18\x03 \x01(\r\x12#\n\x1b\x64\x65\x66\x61ult_approval_timeout_ms\x18\x04 \x01(\r\x12\x1a\n\x12\x64\x65\x66\x61ult_timeout_ms\x18\x05 \x01(\r\x12\x1d\n\x15heartbeat_interval_ms\x18\x06 \x01(\r\x12\x1b\n\x13retained_executions\x18\x07 \x01(\r\x12\x14\n\x0cretention_ms\x18\x08 \x01(\x04\x12\x16\n\x0eretained_bytes\x18\t \x01(\x04\x12\x19\n\x11max_message_bytes\x18\n \x01(\r\x12\x10\n\x08\x66\x65\x61tures\x18\x0b \x03(\t*\xeb\x01\n\x0e\x45xecutionState\x12\x1f\n\x1b\x45XECUTION_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45XECUTION_STATE_QUEUED\x10\x01\x12%\n!EXECUTION_STATE_AWAITING_APPROVAL\x10\x02\x12\x1b\n\x17\x45XECUTION_STATE_RUNNING\x10\x03\x12\x1d\n\x19\x45XECUTION_STATE_SUCCEEDED\x10\x04\x12\x1a\n\x16\x45XECUTION_STATE_FAILED\x10\x05\x12\x1d\n\x19\x45XECUTION_STATE_CANCELLED\x10\x06\x32\x8b\x07\n\x10\x45xecutionService\x12_\n\x0eStartExecution\x12%.toolruntime.v1.StartExecutionRequest\x1a&.toolruntime.v1.StartExecutionResponse\x12\x61\n\x0eWatchExecution\x12%.toolruntime.v1.WatchExecutionRequest\x1a&.toolruntime.v1.WatchExecutionResponse0\x01\x12\x64\n\x0fWatchExecutions\x12&.toolruntime.v1.WatchExecutionsRequest\x1a\'.toolruntime.v1.WatchExecutionsResponse0\x01\x12Y\n\x0cGetExecution\x12#.toolruntime.v1.GetExecutionRequest\x1a$.toolruntime.v1.GetExecutionResponse\x12_\n\x0eListExecutions\x12%.toolruntime.v1.ListExecutionsRequest\x1a&.toolruntime.v1.ListExecutionsResponse\x12\x62\n\x0f\x43\x61ncelExecution\x12&.toolruntime.v1.CancelExecutionRequest\x1a\'.toolruntime.v1.CancelExecutionResponse\x12\x65\n\x10\x41pproveExecution\x12\'.toolruntime.v1.ApproveExecutionRequest\x1a(.toolruntime.v1.ApproveExecutionResponse\x12\x62\n\x0fRejectExecution\x12&.toolruntime.v1.RejectExecutionRequest\x1a\'.toolruntime.v1.RejectExecutionResponse\x12\x62\n\x0fGetCapabilities\x12&.toolruntime.v1.GetCapabilitiesRequest\x1a\'.toolruntime.v1.GetCapabilitiesResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolruntime.v1.execution_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _EXECUTIONSTATE._serialized_start=2952
-  _EXECUTIONSTATE._serialized_end=3187
+  _EXECUTIONSTATE._serialized_start=2975
+  _EXECUTIONSTATE._serialized_end=3210
   _EXECUTIONOPTIONS._serialized_start=173
   _EXECUTIONOPTIONS._serialized_end=410
   _RETRYPOLICY._serialized_start=413
@@ -33,43 +33,43 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _APPROVALDECISION._serialized_start=565
   _APPROVALDECISION._serialized_end=686
   _EXECUTION._serialized_start=689
-  _EXECUTION._serialized_end=1211
-  _STARTEXECUTIONREQUEST._serialized_start=1214
-  _STARTEXECUTIONREQUEST._serialized_end=1368
-  _STARTEXECUTIONRESPONSE._serialized_start=1370
-  _STARTEXECUTIONRESPONSE._serialized_end=1462
-  _WATCHEXECUTIONREQUEST._serialized_start=1464
-  _WATCHEXECUTIONREQUEST._serialized_end=1533
-  _WATCHEXECUTIONRESPONSE._serialized_start=1535
-  _WATCHEXECUTIONRESPONSE._serialized_end=1600
-  _WATCHEXECUTIONSREQUEST._serialized_start=1602
-  _WATCHEXECUTIONSREQUEST._serialized_end=1645
-  _WATCHEXECUTIONSRESPONSE._serialized_start=1647
-  _WATCHEXECUTIONSRESPONSE._serialized_end=1737
-  _GETEXECUTIONREQUEST._serialized_start=1739
-  _GETEXECUTIONREQUEST._serialized_end=1806
-  _GETEXECUTIONRESPONSE._serialized_start=1808
-  _GETEXECUTIONRESPONSE._serialized_end=1917
-  _LISTEXECUTIONSREQUEST._serialized_start=1920
-  _LISTEXECUTIONSREQUEST._serialized_end=2048
-  _LISTEXECUTIONSRESPONSE._serialized_start=2050
-  _LISTEXECUTIONSRESPONSE._serialized_end=2146
-  _CANCELEXECUTIONREQUEST._serialized_start=2148
-  _CANCELEXECUTIONREQUEST._serialized_end=2194
-  _CANCELEXECUTIONRESPONSE._serialized_start=2196
-  _CANCELEXECUTIONRESPONSE._serialized_end=2267
-  _APPROVEEXECUTIONREQUEST._serialized_start=2269
-  _APPROVEEXECUTIONREQUEST._serialized_end=2356
-  _APPROVEEXECUTIONRESPONSE._serialized_start=2358
-  _APPROVEEXECUTIONRESPONSE._serialized_end=2430
-  _REJECTEXECUTIONREQUEST._serialized_start=2432
-  _REJECTEXECUTIONREQUEST._serialized_end=2518
-  _REJECTEXECUTIONRESPONSE._serialized_start=2520
-  _REJECTEXECUTIONRESPONSE._serialized_end=2591
-  _GETCAPABILITIESREQUEST._serialized_start=2593
-  _GETCAPABILITIESREQUEST._serialized_end=2617
-  _GETCAPABILITIESRESPONSE._serialized_start=2620
-  _GETCAPABILITIESRESPONSE._serialized_end=2949
-  _EXECUTIONSERVICE._serialized_start=3190
-  _EXECUTIONSERVICE._serialized_end=4097
+  _EXECUTION._serialized_end=1234
+  _STARTEXECUTIONREQUEST._serialized_start=1237
+  _STARTEXECUTIONREQUEST._serialized_end=1391
+  _STARTEXECUTIONRESPONSE._serialized_start=1393
+  _STARTEXECUTIONRESPONSE._serialized_end=1485
+  _WATCHEXECUTIONREQUEST._serialized_start=1487
+  _WATCHEXECUTIONREQUEST._serialized_end=1556
+  _WATCHEXECUTIONRESPONSE._serialized_start=1558
+  _WATCHEXECUTIONRESPONSE._serialized_end=1623
+  _WATCHEXECUTIONSREQUEST._serialized_start=1625
+  _WATCHEXECUTIONSREQUEST._serialized_end=1668
+  _WATCHEXECUTIONSRESPONSE._serialized_start=1670
+  _WATCHEXECUTIONSRESPONSE._serialized_end=1760
+  _GETEXECUTIONREQUEST._serialized_start=1762
+  _GETEXECUTIONREQUEST._serialized_end=1829
+  _GETEXECUTIONRESPONSE._serialized_start=1831
+  _GETEXECUTIONRESPONSE._serialized_end=1940
+  _LISTEXECUTIONSREQUEST._serialized_start=1943
+  _LISTEXECUTIONSREQUEST._serialized_end=2071
+  _LISTEXECUTIONSRESPONSE._serialized_start=2073
+  _LISTEXECUTIONSRESPONSE._serialized_end=2169
+  _CANCELEXECUTIONREQUEST._serialized_start=2171
+  _CANCELEXECUTIONREQUEST._serialized_end=2217
+  _CANCELEXECUTIONRESPONSE._serialized_start=2219
+  _CANCELEXECUTIONRESPONSE._serialized_end=2290
+  _APPROVEEXECUTIONREQUEST._serialized_start=2292
+  _APPROVEEXECUTIONREQUEST._serialized_end=2379
+  _APPROVEEXECUTIONRESPONSE._serialized_start=2381
+  _APPROVEEXECUTIONRESPONSE._serialized_end=2453
+  _REJECTEXECUTIONREQUEST._serialized_start=2455
+  _REJECTEXECUTIONREQUEST._serialized_end=2541
+  _REJECTEXECUTIONRESPONSE._serialized_start=2543
+  _REJECTEXECUTIONRESPONSE._serialized_end=2614
+  _GETCAPABILITIESREQUEST._serialized_start=2616
+  _GETCAPABILITIESREQUEST._serialized_end=2640
+  _GETCAPABILITIESRESPONSE._serialized_start=2643
+  _GETCAPABILITIESRESPONSE._serialized_end=2972
+  _EXECUTIONSERVICE._serialized_start=3213
+  _EXECUTIONSERVICE._serialized_end=4120
 # @@protoc_insertion_point(module_scope)
