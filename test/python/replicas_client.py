@@ -19,7 +19,17 @@ PARAMS = json.loads(PARAMS_TEXT)
 sys.dont_write_bytecode = True
 sys.path.insert(0, STUBS_DIR)
 
-from grpc_observations import TIMEOUT, call, event_json, must, new_channel, result_json, to_struct  # noqa: E402
+import grpc  # noqa: E402
+from grpc_observations import (  # noqa: E402
+    TIMEOUT,
+    call,
+    error_json,
+    event_json,
+    must,
+    new_channel,
+    result_json,
+    to_struct,
+)
 from toolruntime.v1 import (  # noqa: E402
     execution_pb2,
     execution_pb2_grpc,
@@ -242,7 +252,37 @@ def states(channels):
     }
 
 
+def start_keyed(channels):
+    """StartExecution of `tool` with `inputs` and idempotency key `key` on replica `on`, with a
+    deadline of `timeout_s`: the run's id and whether it was deduplicated, or the error."""
+    stub = executions(channels)[PARAMS["on"]]
+    request = execution_pb2.StartExecutionRequest(
+        tool_name=PARAMS["tool"],
+        inputs=to_struct(PARAMS.get("inputs", {})),
+        options=execution_pb2.ExecutionOptions(idempotency_key=PARAMS["key"]),
+    )
+    try:
+        response = stub.StartExecution(request, timeout=PARAMS.get("timeout_s", TIMEOUT))
+    except grpc.RpcError as err:
+        return error_json(err)
+    return {"ok": True, "execution_id": response.execution.execution_id, "deduplicated": response.deduplicated}
+
+
+def read(channels):
+    """GetExecution of `id` on replica `on`, with a deadline of `timeout_s`: its state, or the error."""
+    stub = executions(channels)[PARAMS["on"]]
+    try:
+        response = stub.GetExecution(
+            execution_pb2.GetExecutionRequest(execution_id=PARAMS["id"]), timeout=PARAMS.get("timeout_s", TIMEOUT)
+        )
+    except grpc.RpcError as err:
+        return error_json(err)
+    return {"ok": True, "state": state_name(response.execution), "attempts": response.execution.attempts}
+
+
 SCENARIOS = {
+    "start_keyed": start_keyed,
+    "read": read,
     "states": states,
     "register_race": register_race,
     "watch": watch,

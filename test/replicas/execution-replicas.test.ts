@@ -10,6 +10,7 @@ import { startReplicas, type Replicas } from "../support/replica-processes.js";
 import { pythonReplicaScenario, pythonWatchToEnd } from "../support/python-replica-client.js";
 import { spawnUntil } from "../support/spawn-until.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
+import { completedResult, kinds, watchUntil } from "../support/run-watch.js";
 import { RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
 
 const toolsModule = "dist/test/support/replica-tools.js";
@@ -28,39 +29,6 @@ function clientsOf(address: string) {
   };
 }
 type Clients = ReturnType<typeof clientsOf>;
-
-/**
- * Watches a run through one replica from the start until `stop` accepts an event (the completed
- * event by default), and resolves with every event seen. Ends on the stream's end too.
- */
-async function watchUntil(
-  clients: Clients,
-  executionId: string,
-  stop: (event: RunEvent) => boolean = (event) => event.event.case === "completed",
-  afterSequence = 0n,
-): Promise<RunEvent[]> {
-  const seen: RunEvent[] = [];
-  const abort = new AbortController();
-  try {
-    for await (const message of clients.executions.watchExecution(
-      { executionId, afterSequence },
-      { signal: abort.signal },
-    )) {
-      if (!message.event) continue;
-      seen.push(message.event);
-      if (stop(message.event)) break;
-    }
-  } finally {
-    abort.abort();
-  }
-  return seen;
-}
-
-const kinds = (events: RunEvent[]) => events.map((event) => event.event.case);
-const completedResult = (events: RunEvent[]) => {
-  const last = events.at(-1);
-  return last?.event.case === "completed" ? last.event.value.result : undefined;
-};
 
 describe("Replicas on one PostgreSQL store: executions", function () {
   this.timeout(120_000);

@@ -81,6 +81,7 @@ export class PgFaultProxy {
   readonly #links = new Set<Link>();
   readonly #arms: DropArm[] = [];
   readonly #heldWaiters: { bytes: number; resolve: () => void }[] = [];
+  readonly #settledWaiters: (() => void)[] = [];
   #blackHoled = false;
 
   private constructor(target: string) {
@@ -148,6 +149,16 @@ export class PgFaultProxy {
         this.#deliver(link, toServer, chunk);
       }
     }
+  }
+
+  /**
+   * Resolves once the server has answered every statement it was sent on every open connection (a
+   * ReadyForQuery for each): after {@link heal}, the moment every held statement has been run and
+   * committed or rolled back. Nothing held counts, so call it after heal.
+   */
+  settled(): Promise<void> {
+    if (this.#isSettled()) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push(resolve));
   }
 
   /** Resolves once at least `bytes` bytes are held by {@link blackHole} (at once when they are). */
@@ -251,7 +262,9 @@ export class PgFaultProxy {
     // Query: the SQL text; Parse: a statement name, then the SQL text, both null-terminated.
     const start = type === "Q" ? 0 : body.indexOf(0) + 1;
     const sql = body.toString("utf8", start, body.indexOf(0, start));
-    const arm = this.#arms.find(({ pattern }) => sql.search(pattern) !== -1);
+    const arm = this.#arms.find(({ pattern }) =>
+      typeof pattern === "string" ? sql.includes(pattern) : sql.search(pattern) !== -1,
+    );
     if (arm === undefined) return;
     arm.remaining -= 1;
     if (arm.remaining === 0) this.#arms.splice(this.#arms.indexOf(arm), 1);
@@ -260,9 +273,20 @@ export class PgFaultProxy {
     link.readyUntilDestroyed = type === "Q" ? link.awaitedReady : link.awaitedReady + 1;
   }
 
+  #isSettled(): boolean {
+    for (const link of this.#links) if (link.awaitedReady > 0) return false;
+    return true;
+  }
+
+  #wakeSettled(): void {
+    if (this.#settledWaiters.length === 0 || !this.#isSettled()) return;
+    for (const resolve of this.#settledWaiters.splice(0)) resolve();
+  }
+
   #fromBackend(link: Link, type: string): void {
     if (type !== "Z" || link.gone) return;
     link.awaitedReady -= 1;
+    this.#wakeSettled();
     if (link.readyUntilDestroyed === undefined) return;
     link.readyUntilDestroyed -= 1;
     if (link.readyUntilDestroyed === 0) this.#destroy(link);
@@ -279,6 +303,7 @@ export class PgFaultProxy {
     link.gone = true;
     link.held.length = 0;
     this.#links.delete(link);
+    this.#wakeSettled();
     if (link.arm === undefined) return;
     link.arm.dropped += 1;
     if (link.arm.dropped === link.arm.count) link.arm.resolve(link.arm.dropped);

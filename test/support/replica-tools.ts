@@ -51,6 +51,20 @@ export const replicaTools = [
     handler: progressUntil,
   }),
   defineTool({
+    name: "replica.stall",
+    description:
+      "Idempotent: blocks its process's event loop for `ms` (a busy loop, as a CPU-bound handler does), then returns the pid.",
+    capabilities: { idempotent: true },
+    defaultTimeoutMs: 60_000,
+    handler: (inputs) => {
+      const until = Date.now() + Number(inputs["ms"] ?? 0);
+      while (Date.now() < until) {
+        // Deliberately busy: nothing else runs on this event loop meanwhile.
+      }
+      return { pid: process.pid };
+    },
+  }),
+  defineTool({
     name: "replica.approval",
     description: "Needs a human's approval; returns the pid that ran it.",
     capabilities: { humanApprovalRequired: true, writes: true },

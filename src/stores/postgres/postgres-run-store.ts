@@ -14,12 +14,11 @@ import type {
   StoredDecision,
   StoredRun,
 } from "../run-store.js";
-import type { StoreCall } from "../store-call.js";
 import type { Doorbell } from "./doorbell.js";
 import type { PostgresRunStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
-import { databaseDeadline, inTransaction, query, type TransactionClient } from "./transaction.js";
+import { inTransaction, OperationTime, query, type TransactionClient } from "./transaction.js";
 
 /** Channels of the doorbell: a run changed (payload: its id), runs wait to be claimed, control for an owner. */
 const runsChannel = "toolruntime_runs";
@@ -143,21 +142,23 @@ export async function createPostgresRunStore(
   };
 
   /** Creates a run (see create_run_once), trying again while failures leave it unknown whether it was. */
-  const createOnce = async (values: unknown[], call: StoreCall): Promise<CreatedRow | undefined> => {
+  const createOnce = async (values: unknown[], time: OperationTime): Promise<CreatedRow | undefined> => {
     for (let attempt = 1; ; attempt++) {
       try {
         const { rows } = await query<CreatedRow>(
           database,
           "SELECT r_ordinal, r_decided, r_waiting FROM toolruntime.create_run_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
           values,
-          call,
+          time,
         );
         return rows[0];
       } catch (error) {
         // UNAVAILABLE may hide a commit whose answer was lost: the same call again tells. Three
-        // tries at most, within the call's deadline and the store's operation timeout.
+        // tries at most, all within one operation's time (the call's deadline or the store's
+        // operation timeout), past which the database refuses to create it.
         const ambiguous = error instanceof ToolRuntimeError && error.code === "UNAVAILABLE";
         if (!ambiguous || attempt >= 3) throw error;
+        time.remainingMs();
         await new Promise((resolve) => setTimeout(resolve, createRetryDelayMs * attempt));
       }
     }
@@ -169,6 +170,7 @@ export async function createPostgresRunStore(
 
     async create(run, idempotencyKey, slot, call = {}) {
       database.pressure.checkRoomForNewRun(database, run.execution.toolName);
+      const time = new OperationTime(database, call);
       const values = [
         run.id,
         run.execution.toolName,
@@ -183,13 +185,13 @@ export async function createPostgresRunStore(
         slot?.maxConcurrent ?? 0,
         slot?.toolLimit ?? 0,
         slot?.maxQueued ?? 0,
-        databaseDeadline(database, call),
+        time.databaseEnd(),
       ];
       for (;;) {
         let created: CreatedRow | undefined;
         try {
           // One statement: the lock it takes to admit is held for microseconds, not round trips.
-          created = await createOnce(values, call);
+          created = await createOnce(values, time);
         } catch (error) {
           // A concurrent attempt of the same creation (the first one's answer was lost) committed.
           if ((error as { code?: string }).code !== "23505")
@@ -209,7 +211,7 @@ export async function createPostgresRunStore(
             WHERE id = $1 OR (idempotency_key <> '' AND caller = $2 AND tool_name = $3 AND idempotency_key = $4)
             ORDER BY id = $1 DESC LIMIT 1`,
           [run.id, run.execution.caller, run.execution.toolName, idempotencyKey],
-          call,
+          time,
         );
         // Evicted between the two statements: try again.
         if (existing.rows[0]) return { existing: toStored(existing.rows[0]) };
@@ -344,6 +346,7 @@ export async function createPostgresRunStore(
 
     async decide(id, decision: StoredDecision, call = {}) {
       if (!uuidPattern.test(id)) return false;
+      const time = new OperationTime(database, call);
       // One statement: the decision, the owner's doorbell, and the deadline checked last.
       const { rows } = await query<{ owner: string | null }>(
         database,
@@ -353,14 +356,8 @@ export async function createPostgresRunStore(
           RETURNING owner
          )
          SELECT owner, pg_notify($4, coalesce(owner, '')), toolruntime.check_deadline($5) FROM decided`,
-        [
-          id,
-          JSON.stringify(decision),
-          ExecutionState.AWAITING_APPROVAL,
-          controlChannel,
-          databaseDeadline(database, call),
-        ],
-        call,
+        [id, JSON.stringify(decision), ExecutionState.AWAITING_APPROVAL, controlChannel, time.databaseEnd()],
+        time,
       );
       return rows.length > 0;
     },

@@ -20,17 +20,17 @@ export interface TransactionClient {
  * Runs `work` in a transaction on a pooled connection: COMMIT when it resolves, ROLLBACK when it
  * throws. The whole operation, waiting for a connection included, gets the database's operation
  * timeout or what is left before `call`'s deadline, whichever ends first (see {@link OperationTime}).
- * With a deadline, the database itself checks it in the message that commits, so a transaction held
- * up in the network past the deadline never commits afterwards. A domain error (ToolRuntimeError)
+ * The database itself checks that end in the message that commits, so a transaction held up in the
+ * network past it never commits afterwards. A domain error (ToolRuntimeError)
  * passes through; an unreachable database becomes UNAVAILABLE naming the store, a passed deadline
  * DEADLINE_EXCEEDED; anything else is rethrown as is (a bug, logged by the server).
  */
 export async function inTransaction<T>(
   database: Database,
   work: (client: TransactionClient) => Promise<T>,
-  call: StoreCall = {},
+  call: StoreCall | OperationTime = {},
 ): Promise<T> {
-  const time = new OperationTime(database, call);
+  const time = OperationTime.of(database, call);
   const client = await acquire(database, time);
   const acquiredAt = performance.now();
   let broken = false;
@@ -41,7 +41,7 @@ export async function inTransaction<T>(
     };
     await transaction.query("BEGIN");
     const result = await work(transaction);
-    await transaction.query(commitStatement(database, call));
+    await transaction.query(`SELECT toolruntime.check_deadline('${time.databaseEnd()}'::timestamptz); COMMIT`);
     return result;
   } catch (error) {
     broken = isBrokenConnection(error);
@@ -57,9 +57,9 @@ export async function query<Row extends pg.QueryResultRow>(
   database: Database,
   text: string,
   values: unknown[] = [],
-  call: StoreCall = {},
+  call: StoreCall | OperationTime = {},
 ): Promise<pg.QueryResult<Row>> {
-  const time = new OperationTime(database, call);
+  const time = OperationTime.of(database, call);
   const client = await acquire(database, time);
   const acquiredAt = performance.now();
   let broken = false;
@@ -74,29 +74,35 @@ export async function query<Row extends pg.QueryResultRow>(
 }
 
 /**
- * The call's deadline in the database's clock, as a timestamptz literal for a statement, or null
- * when the call has none: the lease keeper measures how far the database's clock is from ours.
- */
-export function databaseDeadline(database: Database, call: StoreCall): string | null {
-  if (call.deadline === undefined) return null;
-  return new Date(call.deadline + database.signals.clockOffsetMs).toISOString();
-}
-
-/**
  * The time one store operation gets: the database's operation timeout, or less when the call's
  * deadline comes first. Each statement is given what is left (pg's `query_timeout`), so a
- * statement whose answer never comes (a partition) fails in time instead of hanging the call.
+ * statement whose answer never comes (a partition) fails in time instead of hanging the call; and
+ * a write checks the end in the database as its last step (see check_deadline), so a write given
+ * up on never commits afterwards. An operation of several statements (a retried creation) shares one.
  */
-class OperationTime {
+export class OperationTime {
   readonly #database: Database;
   readonly #endsAt: number;
   readonly #byDeadline: boolean;
 
-  constructor(database: Database, call: StoreCall) {
+  constructor(database: Database, call: StoreCall = {}) {
     this.#database = database;
     const byTimeout = Date.now() + database.options.operationTimeoutMs;
     this.#byDeadline = call.deadline !== undefined && call.deadline < byTimeout;
     this.#endsAt = this.#byDeadline ? (call.deadline as number) : byTimeout;
+  }
+
+  /** `call` when it is an operation's time already, else a new one for it. */
+  static of(database: Database, call: StoreCall | OperationTime): OperationTime {
+    return call instanceof OperationTime ? call : new OperationTime(database, call);
+  }
+
+  /**
+   * The end in the database's clock, as a timestamptz literal for a statement: the lease keeper
+   * measures how far the database's clock is from this process's.
+   */
+  databaseEnd(): string {
+    return new Date(this.#endsAt + this.#database.signals.clockOffsetMs).toISOString();
   }
 
   /** Milliseconds left; throws the operation's timeout error when none is. */
@@ -122,7 +128,7 @@ class OperationTime {
   /** Maps a failure of the operation to what the call answers (see inTransaction). */
   mapError(error: unknown): unknown {
     if (isToolRuntimeError(error)) return error;
-    if (isDeadlinePassed(error)) return storeDeadlinePassed(this.#database.maskedUrl);
+    if (isDeadlinePassed(error)) return this.expired();
     if (error instanceof Error && /Query read timeout/.test(error.message)) return this.expired();
     if (isDatabaseUnavailable(error)) return databaseUnavailable(this.#database.maskedUrl, error);
     return error;
@@ -159,15 +165,6 @@ function release(database: Database, client: pg.PoolClient, broken: boolean, acq
   client.off("error", ignoreError);
   // A connection that failed is destroyed rather than returned to the pool.
   client.release(broken);
-}
-
-/**
- * The message that commits: with a deadline, the database checks it in the same message, so a
- * COMMIT held up in the network past the deadline fails the check and rolls back instead.
- */
-function commitStatement(database: Database, call: StoreCall): string {
-  const deadline = databaseDeadline(database, call);
-  return deadline === null ? "COMMIT" : `SELECT toolruntime.check_deadline('${deadline}'::timestamptz); COMMIT`;
 }
 
 function ignoreError(): void {
