@@ -80,5 +80,12 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     await pool.end().catch(() => undefined);
     throw new Error(`cannot reach the store at ${maskedUrl}: ${(error as Error).message}`, { cause: error });
   }
-  return { pool, maskedUrl, url, options: resolved, signals: new ReplicaSignals(), pressure: new StorePressure() };
+  return {
+    pool,
+    maskedUrl,
+    url,
+    options: resolved,
+    signals: new ReplicaSignals(),
+    pressure: new StorePressure({ connections: resolved.maxConnections }),
+  };
 }

@@ -169,7 +169,7 @@ export async function createPostgresRunStore(
     lease,
 
     async create(run, idempotencyKey, slot, call = {}) {
-      database.pressure.checkRoomForNewRun(database, run.execution.toolName);
+      database.pressure.checkRoomForNewRun(run.execution.toolName);
       const time = new OperationTime(database, call);
       const values = [
         run.id,

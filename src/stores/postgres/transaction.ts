@@ -142,6 +142,7 @@ export class OperationTime {
  */
 async function acquire(database: Database, time: OperationTime): Promise<pg.PoolClient> {
   const waitMs = time.remainingMs();
+  const waiting = database.pressure.waiting();
   const connecting = database.pool.connect();
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
@@ -157,6 +158,7 @@ async function acquire(database: Database, time: OperationTime): Promise<pg.Pool
     throw time.mapError(error);
   } finally {
     clearTimeout(timer);
+    database.pressure.acquired(waiting);
   }
 }
 
