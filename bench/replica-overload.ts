@@ -56,9 +56,14 @@ async function executeOnce(runner: Runner, timeoutMs: number): Promise<string> {
     const response = await runner.client.executeTool({ toolName: "builtin.noop", inputs: {} }, { timeoutMs });
     return response.result?.success ? "OK" : `failed ${response.result?.error?.errorType ?? "?"}`;
   } catch (error) {
-    return error instanceof ConnectError ? Code[error.code] : `not a status: ${String(error)}`;
+    if (!(error instanceof ConnectError)) return `not a status: ${String(error)}`;
+    if (error.code === Code.Internal && internalMessages.size < 5) internalMessages.add(error.rawMessage);
+    return Code[error.code];
   }
 }
+
+/** The first few distinct messages of INTERNAL answers, to say what they were. */
+const internalMessages = new Set<string>();
 
 /** `callers` closed loops over `runners` for `seconds`: their outcomes. */
 async function closedLoop(runners: Runner[], callers: number, seconds: number): Promise<Outcomes> {
@@ -191,6 +196,14 @@ async function main(): Promise<void> {
       `| readiness reports other than SERVING, per replica | ${notServing.join(" / ")} (statuses: ${readiness.seen.map((each) => each.join(">")).join(" / ")}) |`,
     );
     log(`| PostgreSQL pings failed meanwhile | ${ping.failures()} |`);
+    if (unacceptable.length > 0) {
+      // What the replicas logged about the answers that should not be: the first few lines.
+      const logged = replicas.processes
+        .flatMap((each) => each.output().split("\n"))
+        .filter((line) => /"level":50/.test(line));
+      log(`\nerrors the replicas logged (${logged.length}; the first 5):\n${logged.slice(0, 5).join("\n")}`);
+      log(`INTERNAL answers said: ${[...internalMessages].join(" | ")}`);
+    }
     const met = unacceptable.length === 0 && okRate >= 0.8 * capacity && notServing.every((count) => count === 0);
     log(
       `\n${met ? "met" : "NOT met"}: every call answered OK, RESOURCE_EXHAUSTED or DEADLINE_EXCEEDED, readiness SERVING throughout, OK rate ≥ 0.8 × capacity`,

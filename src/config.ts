@@ -371,7 +371,7 @@ const options: readonly OptionSpec[] = [
     fallback: 16,
     min: 1,
     max: 1000,
-    text: "with --store: most connections of a replica's pool (it opens two more: one listens for notifications, one keeps the lease); new runs get RESOURCE_EXHAUSTED while more operations wait than this",
+    text: "with --store: most connections of a replica's pool (it opens two more: one listens for notifications, one keeps the lease); runs already started are served first, and a new run that gets none within 100 ms gets RESOURCE_EXHAUSTED",
   },
   {
     key: "storeTimeoutMs",

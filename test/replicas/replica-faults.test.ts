@@ -509,7 +509,7 @@ describe("Replicas under faults: a pool exhausted by load", function () {
               const code = error instanceof ConnectError ? Code[error.code] : String(error);
               if (code === "ResourceExhausted") {
                 expect((error as ConnectError).rawMessage).to.match(
-                  /connections to the store are all busy.*retry in \d+ ms/,
+                  /connections to the store stayed busy with work under way.*retry in \d+ ms/,
                 );
               }
               outcomes.push(code);

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { maskUrl } from "./mask-url.js";
 import { ReplicaSignals } from "./replica-signals.js";
-import { StorePressure } from "./store-pressure.js";
+import { ConnectionGate } from "./connection-gate.js";
 
 /** Options of {@link openDatabase}. */
 export interface DatabaseOptions {
@@ -36,8 +36,8 @@ export interface Database {
   readonly options: Required<DatabaseOptions>;
   /** What the lease keeper measured: the database's clock offset, among others. */
   readonly signals: ReplicaSignals;
-  /** How busy the pool is (see StorePressure). */
-  readonly pressure: StorePressure;
+  /** Who gets the pool's connections first (see ConnectionGate). */
+  readonly gate: ConnectionGate;
 }
 
 /**
@@ -86,6 +86,6 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     url,
     options: resolved,
     signals: new ReplicaSignals(),
-    pressure: new StorePressure({ connections: resolved.maxConnections }),
+    gate: new ConnectionGate({ connections: resolved.maxConnections }),
   };
 }

@@ -151,8 +151,11 @@ export async function createPostgresRunStore(
           values,
           time,
         );
+        time.newRun = undefined;
         return rows[0];
       } catch (error) {
+        // Sent once, the creation may have committed: what follows finishes work under way.
+        if (!(error instanceof ToolRuntimeError && error.code === "RESOURCE_EXHAUSTED")) time.newRun = undefined;
         // UNAVAILABLE may hide a commit whose answer was lost: the same call again tells. Three
         // tries at most, all within one operation's time (the call's deadline or the store's
         // operation timeout), past which the database refuses to create it.
@@ -169,8 +172,8 @@ export async function createPostgresRunStore(
     lease,
 
     async create(run, idempotencyKey, slot, call = {}) {
-      database.pressure.checkRoomForNewRun(run.execution.toolName);
-      const time = new OperationTime(database, call);
+      // A new run: it waits for a connection behind the work under way, briefly (see ConnectionGate).
+      const time = new OperationTime(database, call, run.execution.toolName);
       const values = [
         run.id,
         run.execution.toolName,

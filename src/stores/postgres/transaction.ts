@@ -9,6 +9,7 @@ import {
   storeTimedOut,
 } from "./database-errors.js";
 import type { StoreCall } from "../store-call.js";
+import type { GateTurn } from "./connection-gate.js";
 import type { Database } from "./open-database.js";
 
 /** A transaction's connection: each statement gets what is left of the operation's time. */
@@ -31,8 +32,8 @@ export async function inTransaction<T>(
   call: StoreCall | OperationTime = {},
 ): Promise<T> {
   const time = OperationTime.of(database, call);
-  const client = await acquire(database, time);
-  const acquiredAt = performance.now();
+  const held = await acquire(database, time);
+  const client = held.client;
   let broken = false;
   try {
     const transaction: TransactionClient = {
@@ -48,7 +49,7 @@ export async function inTransaction<T>(
     if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
     throw time.mapError(error);
   } finally {
-    release(database, client, broken, acquiredAt);
+    release(held, broken);
   }
 }
 
@@ -60,16 +61,15 @@ export async function query<Row extends pg.QueryResultRow>(
   call: StoreCall | OperationTime = {},
 ): Promise<pg.QueryResult<Row>> {
   const time = OperationTime.of(database, call);
-  const client = await acquire(database, time);
-  const acquiredAt = performance.now();
+  const held = await acquire(database, time);
   let broken = false;
   try {
-    return await client.query<Row>(time.statement(text, values));
+    return await held.client.query<Row>(time.statement(text, values));
   } catch (error) {
     broken = isBrokenConnection(error);
     throw time.mapError(error);
   } finally {
-    release(database, client, broken, acquiredAt);
+    release(held, broken);
   }
 }
 
@@ -84,9 +84,15 @@ export class OperationTime {
   readonly #database: Database;
   readonly #endsAt: number;
   readonly #byDeadline: boolean;
+  /**
+   * The tool of the run this operation creates, while it is new work (see ConnectionGate); the
+   * creator clears it once a first statement was sent, as what follows may have to finish it.
+   */
+  newRun: string | undefined;
 
-  constructor(database: Database, call: StoreCall = {}) {
+  constructor(database: Database, call: StoreCall = {}, newRun?: string) {
     this.#database = database;
+    this.newRun = newRun;
     const byTimeout = Date.now() + database.options.operationTimeoutMs;
     this.#byDeadline = call.deadline !== undefined && call.deadline < byTimeout;
     this.#endsAt = this.#byDeadline ? (call.deadline as number) : byTimeout;
@@ -135,38 +141,53 @@ export class OperationTime {
   }
 }
 
+/** A pooled connection, and the gate's turn it was taken on. */
+interface Held {
+  readonly client: pg.PoolClient;
+  readonly turn: GateTurn;
+}
+
 /**
- * A pooled connection within the operation's time. A checked-out connection has no listener of
- * pg-pool's: one is added, since a connection that drops mid-operation emits "error", which would
- * otherwise end the process (the statement in flight fails with the same error, and is mapped).
+ * A pooled connection within the operation's time: first a turn at the replica's connection gate
+ * (work under way before new runs; see ConnectionGate), then the connection. A checked-out
+ * connection has no listener of pg-pool's: one is added, since a connection that drops
+ * mid-operation emits "error", which would otherwise end the process (the statement in flight
+ * fails with the same error, and is mapped).
  */
-async function acquire(database: Database, time: OperationTime): Promise<pg.PoolClient> {
+async function acquire(database: Database, time: OperationTime): Promise<Held> {
   const waitMs = time.remainingMs();
-  const waiting = database.pressure.waiting();
-  const connecting = database.pool.connect();
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(time.expired()), waitMs);
-  });
+  const expiry = new AbortController();
+  const timer = setTimeout(() => expiry.abort(time.expired()), waitMs);
+  let turn: GateTurn | undefined;
   try {
-    const client = await Promise.race([connecting, timedOut]);
-    client.on("error", ignoreError);
-    return client;
+    turn = await database.gate.enter(time.newRun !== undefined, time.newRun ?? "", expiry.signal);
+    const connecting = database.pool.connect();
+    const expired = new Promise<never>((_, reject) => {
+      if (expiry.signal.aborted) reject(expiry.signal.reason as Error);
+      expiry.signal.addEventListener("abort", () => reject(expiry.signal.reason as Error), { once: true });
+    });
+    try {
+      const client = await Promise.race([connecting, expired]);
+      client.on("error", ignoreError);
+      return { client, turn };
+    } catch (error) {
+      // A connection that comes after the wait goes back to the pool unused.
+      connecting.then((late) => late.release(), ignoreError);
+      throw error;
+    }
   } catch (error) {
-    // A connection that comes after the wait goes back to the pool unused.
-    connecting.then((late) => late.release(), ignoreError);
+    turn?.release();
     throw time.mapError(error);
   } finally {
     clearTimeout(timer);
-    database.pressure.acquired(waiting);
   }
 }
 
-function release(database: Database, client: pg.PoolClient, broken: boolean, acquiredAt: number): void {
-  database.pressure.held(performance.now() - acquiredAt);
-  client.off("error", ignoreError);
+function release(held: Held, broken: boolean): void {
+  held.client.off("error", ignoreError);
   // A connection that failed is destroyed rather than returned to the pool.
-  client.release(broken);
+  held.client.release(broken);
+  held.turn.release();
 }
 
 function ignoreError(): void {
