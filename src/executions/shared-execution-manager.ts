@@ -227,7 +227,9 @@ export class SharedExecutionManager extends ExecutionManager {
   protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {
     return async () => {
       await record.durable();
-      if (!this.shared.trusted()) throw leaseNotTrusted(record);
+      if (!(await this.shared.untilTrusted(this.shared.store.lease.leaseMs))) throw leaseNotTrusted(record);
+      // Checked against the store meanwhile, the run may have turned out to be another replica's.
+      if (this.shared.isLost(record.id)) throw leaseNotTrusted(record);
     };
   }
 

@@ -35,6 +35,8 @@ export interface SharedRunsHost {
 }
 
 const maxMirrors = 10_000;
+/** How often a handler waiting for the lease to be trusted again looks, in milliseconds. */
+const trustPollMs = 25;
 const maxLost = 10_000;
 
 /**
@@ -81,6 +83,8 @@ export class SharedRuns {
     this.#controlling = new NextFlight(() => this.#applyControl());
     this.#reconciling = new NextFlight(() => this.#reconcile());
     const lease = this.store.lease;
+    // Losses of the lease before this replica held any run lose nothing.
+    this.#reconciledLosses = lease.losses();
     lease.onStall((stalledMs) =>
       host.logger?.warn(
         { stalledMs, leaseMs: lease.leaseMs },
@@ -169,6 +173,22 @@ export class SharedRuns {
     return Date.now() < lease.validUntil() - lease.leaseMs / 10 && lease.losses() === this.#reconciledLosses;
   }
 
+  /**
+   * Resolves true once this replica trusts its lease again (see {@link trusted}), checking its runs
+   * against the store at once when a loss of the lease is what stands in the way; false when that
+   * takes longer than `maxWaitMs`. A renewal late on a busy machine delays a handler's start
+   * instead of failing its attempt.
+   */
+  async untilTrusted(maxWaitMs: number): Promise<boolean> {
+    const until = Date.now() + maxWaitMs;
+    while (!this.trusted()) {
+      if (this.#closed || Date.now() >= until) return false;
+      if (this.store.lease.losses() !== this.#reconciledLosses) void this.#reconciling.run().catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(trustPollMs, Math.max(1, until - Date.now()))));
+    }
+    return true;
+  }
+
   /** Whether this replica held the run `id` and lost it: the store's answer is the only one. */
   isLost(id: string): boolean {
     return this.#lost.has(id);
@@ -200,6 +220,9 @@ export class SharedRuns {
         if (released) return;
         released = true;
         this.#waiting.delete(id);
+        // A run that ended gives its slot back with the write of its end.
+        const record = this.#host.ownedRecord(id);
+        if (record?.persisted && !record.isLive) return;
         this.store.release(id, this.#host.maxConcurrent).catch((error: unknown) => {
           this.#host.logger?.warn({ err: error, executionId: id }, "admission slot not given back; a sweep will");
         });

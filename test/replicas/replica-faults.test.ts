@@ -3,7 +3,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { expect } from "chai";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
-import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { fromBinary } from "@bufbuild/protobuf";
+import pg from "pg";
+import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { expectToolError } from "../support/expect-error.js";
 import type { MainProcess } from "../support/main-process.js";
 import { sharedPostgres, startPostgres, type PostgresServer } from "../support/postgres-server.js";
@@ -45,6 +47,35 @@ function progressSteps(events: RunEvent[]): number[] {
 }
 
 const isProgress = (event: RunEvent) => event.event.case === "progress";
+
+/**
+ * A run's events as the database holds them, read directly: each row's sequence and the sequence
+ * of the event it holds, and the run's `last_sequence`.
+ */
+async function storedEvents(url: string, id: string) {
+  const client = new pg.Client({ connectionString: url });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ sequence: number; event: Buffer }>(
+      "SELECT sequence, event FROM toolruntime.execution_events WHERE execution_id = $1 ORDER BY sequence",
+      [id],
+    );
+    const run = await client.query<{ last_sequence: number }>(
+      "SELECT last_sequence FROM toolruntime.executions WHERE id = $1",
+      [id],
+    );
+    return {
+      rows: rows.map((row) => ({
+        sequence: row.sequence,
+        own: Number(fromBinary(RunEventSchema, row.event).sequence),
+      })),
+      lastSequence: run.rows[0]?.last_sequence,
+    };
+  } finally {
+    await client.end();
+  }
+}
 
 describe("Replicas under faults: a connection cut in the middle of a transaction", function () {
   this.timeout(120_000);
@@ -149,7 +180,8 @@ describe("Replicas under faults: PostgreSQL restarted under a registration load"
           const name = `faults.after_restart_${restart}_${replica}`;
           for (;;) {
             const outcome = await outcomeOf(client.registry.registerTool({ spec: { name } }));
-            if (outcome === "OK") break;
+            // ALREADY_EXISTS: an earlier try committed, but its answer was lost in the restart.
+            if (outcome === "OK" || outcome === "AlreadyExists") break;
             expect(outcome).to.equal("Unavailable");
           }
           expect((await client.registry.getTool({ name })).spec?.name).to.equal(name);
@@ -175,10 +207,11 @@ describe("Replicas under faults: PostgreSQL restarted under a registration load"
 describe("Replicas under faults: lost answers to a run's writes", function () {
   this.timeout(120_000);
   let replicas: ProxiedReplicas;
+  let url: string;
 
   before(async () => {
     const postgres = await sharedPostgres();
-    const url = await postgres.createDatabase("lost_answers");
+    url = await postgres.createDatabase("lost_answers");
     replicas = await startProxiedReplicas(2, url, postgres.port, [
       "--tools",
       toolsModule,
@@ -279,6 +312,11 @@ describe("Replicas under faults: lost answers to a run's writes", function () {
     expect(kinds(events).filter((kind) => kind === "completed")).to.have.length(1);
     const python = await pythonWatchToEnd(replicas.grpcAddresses[1]!, id);
     expect(python.events.map((event) => Number(event.sequence))).to.deep.equal(events.map((_, index) => index + 1));
+    // In the store itself: one row per event, under the event's own sequence number.
+    const stored = await storedEvents(url, id);
+    expect(stored.rows.map((row) => row.sequence)).to.deep.equal(events.map((_, index) => index + 1));
+    expect(stored.rows.map((row) => row.own)).to.deep.equal(stored.rows.map((row) => row.sequence));
+    expect(stored.lastSequence).to.equal(events.length);
   });
 });
 

@@ -15,7 +15,7 @@ async function settledNow(promise: Promise<unknown>): Promise<boolean> {
 
 describe("ConnectionGate", () => {
   it("lets as many operations through as the pool has connections, then serves work under way before new runs", async () => {
-    const gate = new ConnectionGate({ connections: 2, newWorkWaitMs: 60_000 });
+    const gate = new ConnectionGate({ connections: 2, newWorkWaitMs: { min: 60_000, max: 60_000 } });
     const first = await gate.enter(false, "");
     const second = await gate.enter(true, "demo.tool");
     const order: string[] = [];
@@ -38,7 +38,7 @@ describe("ConnectionGate", () => {
   });
 
   it("refuses a new run that gets no connection within its wait with RESOURCE_EXHAUSTED and a retry delay", async () => {
-    const gate = new ConnectionGate({ connections: 1, newWorkWaitMs: 20 });
+    const gate = new ConnectionGate({ connections: 1, newWorkWaitMs: { min: 20, max: 20 } });
     const busy = await gate.enter(false, "");
     let refused: unknown;
     try {
@@ -60,7 +60,7 @@ describe("ConnectionGate", () => {
   });
 
   it("lets work under way wait as long as its caller allows, and stop waiting when told", async () => {
-    const gate = new ConnectionGate({ connections: 1, newWorkWaitMs: 1 });
+    const gate = new ConnectionGate({ connections: 1, newWorkWaitMs: { min: 1, max: 1 } });
     const busy = await gate.enter(false, "");
     const giveUp = new AbortController();
     const waiting = gate.enter(false, "", giveUp.signal);

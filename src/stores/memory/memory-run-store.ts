@@ -232,7 +232,11 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       // Each event once, under its own sequence number: a retried flush adds only what is missing.
       row.events.push(...events.filter((event) => Number(event.sequence) > row.events.length));
       row.execution = execution;
-      if (!liveStates.includes(execution.state)) row.finishedAt ??= Date.now();
+      if (!liveStates.includes(execution.state)) {
+        row.finishedAt ??= Date.now();
+        // A run that ends gives its slot back with its end, as the PostgreSQL store's group does.
+        row.slot = "none";
+      }
       ringRun(row.id);
       return Promise.resolve(true);
     },

@@ -5,8 +5,12 @@ import { quote } from "../../registry/names.js";
 export interface ConnectionGateOptions {
   /** Connections of the pool: operations let through at once. */
   readonly connections: number;
-  /** Longest a new run waits for a connection before it is refused, in milliseconds. Default 100. */
-  readonly newWorkWaitMs?: number;
+  /**
+   * Longest a new run waits for a connection before it is refused, in milliseconds: a quarter of
+   * the time its operation has (so what it waited leaves it time to run), within these bounds.
+   * Default 100 to 1,000.
+   */
+  readonly newWorkWaitMs?: { readonly min: number; readonly max: number };
 }
 
 /** A turn on one of the pool's connections; give it back exactly once. */
@@ -24,7 +28,8 @@ interface Waiter {
 /**
  * Decides who gets the pool's connections, and in which order: work already under way (the
  * writes of runs already started, reads, registrations) before new runs. A new run waits at most
- * `newWorkWaitMs` for a connection; past that the store is busy with work already admitted, and
+ * a quarter of its operation's time (100 ms to 1 s) for a connection; past that the store is busy
+ * with work already admitted, and
  * the run is refused with RESOURCE_EXHAUSTED and a retry delay rather than queued behind it. So
  * past the store's capacity a replica admits new runs only as fast as it finishes the ones it
  * has, and those finish in time instead of every call missing its deadline; a burst within the
@@ -32,7 +37,7 @@ interface Waiter {
  */
 export class ConnectionGate {
   readonly #connections: number;
-  readonly #newWorkWaitMs: number;
+  readonly #newWorkWaitMs: { readonly min: number; readonly max: number };
   #free: number;
   readonly #underWay: Waiter[] = [];
   readonly #newWork: Waiter[] = [];
@@ -42,7 +47,7 @@ export class ConnectionGate {
   constructor(options: ConnectionGateOptions) {
     this.#connections = options.connections;
     this.#free = options.connections;
-    this.#newWorkWaitMs = options.newWorkWaitMs ?? 100;
+    this.#newWorkWaitMs = options.newWorkWaitMs ?? { min: 100, max: 1000 };
   }
 
   /** Operations waiting now, under way and new. */
@@ -53,10 +58,11 @@ export class ConnectionGate {
   /**
    * A turn for an operation: at once when a connection is free, else when one is given back
    * (work under way first, each kind in order). `newRun` marks the creation of a run, refused
-   * with RESOURCE_EXHAUSTED (naming `toolName`) when no connection comes within the wait allowed.
+   * with RESOURCE_EXHAUSTED (naming `toolName`) when no connection comes within the wait allowed
+   * (a quarter of `operationMs`, the time the operation has, within the gate's bounds).
    * `signal` gives up waiting (rejecting with its reason).
    */
-  enter(newRun: boolean, toolName: string, signal?: AbortSignal): Promise<GateTurn> {
+  enter(newRun: boolean, toolName: string, signal?: AbortSignal, operationMs = 0): Promise<GateTurn> {
     if (this.#free > 0 && (newRun ? this.waiting === 0 : this.#underWay.length === 0)) {
       this.#free -= 1;
       return Promise.resolve(this.#turn(performance.now()));
@@ -66,7 +72,9 @@ export class ConnectionGate {
       const queue = newRun ? this.#newWork : this.#underWay;
       queue.push(waiter);
       if (newRun) {
-        waiter.timer = setTimeout(() => this.#drop(queue, waiter, () => this.#busy(toolName)), this.#newWorkWaitMs);
+        const { min, max } = this.#newWorkWaitMs;
+        const waitMs = Math.round(Math.min(max, Math.max(min, operationMs / 4)));
+        waiter.timer = setTimeout(() => this.#drop(queue, waiter, () => this.#busy(toolName, waitMs)), waitMs);
       }
       signal?.addEventListener("abort", () => this.#drop(queue, waiter, () => signal.reason as Error), {
         once: true,
@@ -107,7 +115,7 @@ export class ConnectionGate {
     waiter.refuse(reason());
   }
 
-  #busy(toolName: string): ToolRuntimeError {
+  #busy(toolName: string, waitedMs: number): ToolRuntimeError {
     const waiting = this.waiting;
     // Time for the operations waiting now to go through, at the recent pace.
     const retryAfterMs = Math.round(
@@ -116,7 +124,7 @@ export class ConnectionGate {
     return new ToolRuntimeError(
       "RESOURCE_EXHAUSTED",
       ErrorType.ResourceExhausted,
-      `run of ${quote(toolName)} not started: this replica's ${this.#connections} connections to the store stayed busy with work under way for ${this.#newWorkWaitMs} ms (${waiting} operations wait); retry in ${retryAfterMs} ms or on another replica`,
+      `run of ${quote(toolName)} not started: this replica's ${this.#connections} connections to the store stayed busy with work under way for ${waitedMs} ms (${waiting} operations wait); retry in ${retryAfterMs} ms or on another replica`,
       toolName,
       retryAfterMs,
     );

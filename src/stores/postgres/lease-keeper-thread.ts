@@ -26,6 +26,7 @@ export interface LeaseKeeperData {
 export type LeaseKeeperMessage =
   | { readonly kind: "available"; readonly available: boolean; readonly reason: string }
   | { readonly kind: "lost" }
+  | { readonly kind: "ready" }
   | { readonly kind: "withheld"; readonly stalledMs: number };
 
 const port = parentPort;
@@ -38,6 +39,7 @@ const post = (message: LeaseKeeperMessage): void => port.postMessage(message);
 let client: pg.Client | undefined;
 let available = true;
 let withheld = false;
+let ready = false;
 
 async function connect(): Promise<pg.Client> {
   const next = new pg.Client({
@@ -99,6 +101,8 @@ async function loop(): Promise<void> {
     try {
       await beat();
       setAvailable(true, "");
+      if (!ready) post({ kind: "ready" });
+      ready = true;
     } catch (error) {
       const dropped = client;
       client = undefined;

@@ -19,6 +19,8 @@ export interface LeaseKeeperOptions {
 
 /** A lease kept by a thread, and what it tells; see {@link startLeaseKeeper}. */
 export interface LeaseKeeper extends ReplicaLease {
+  /** Resolves once the thread renewed the lease a first time (or failed to start). */
+  readonly ready: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,13 +55,17 @@ export function startLeaseKeeper(database: Database, options: LeaseKeeperOptions
   const availabilityListeners: ((available: boolean) => void)[] = [];
   const stallListeners: ((stalledMs: number) => void)[] = [];
   let available = true;
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
   worker.on("message", (message: LeaseKeeperMessage) => {
+    if (message.kind === "ready") markReady();
     if (message.kind !== "available" || message.available === available) return;
     available = message.available;
     for (const listener of availabilityListeners) listener(available);
   });
   // The thread never ends by itself; if it fails, the lease lapses and readiness says so.
   worker.on("error", () => {
+    markReady();
     available = false;
     for (const listener of availabilityListeners) listener(false);
   });
@@ -75,6 +81,7 @@ export function startLeaseKeeper(database: Database, options: LeaseKeeperOptions
   beat.unref();
 
   return {
+    ready,
     leaseMs,
     validUntil: () => signals.leaseValidUntil,
     losses: () => signals.leaseLosses,

@@ -17,7 +17,10 @@ import type {
 import type { Doorbell } from "./doorbell.js";
 import type { PostgresRunStoreOptions } from "./postgres-options.js";
 import type { Database } from "./open-database.js";
+import { NextFlight } from "../../async/next-flight.js";
+import { GroupFlush } from "./group-flush.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
+import { RunBell, ringIds } from "./run-bell.js";
 import { inTransaction, OperationTime, query, type TransactionClient } from "./transaction.js";
 
 /** Channels of the doorbell: a run changed (payload: its id), runs wait to be claimed, control for an owner. */
@@ -74,12 +77,27 @@ export async function createPostgresRunStore(
     replicaId,
     leaseInterval,
   ]);
+  /** The cluster's limit of runs at once, as this replica last said it (for dispatching after ended runs). */
+  let maxConcurrent: number | undefined;
+  const bell = new RunBell(database, runsChannel);
+  const dispatching = new NextFlight(async () => {
+    if (maxConcurrent !== undefined) await query(database, "SELECT toolruntime.dispatch_waiting($1)", [maxConcurrent]);
+  });
+  // Group commit of the owners' writes; after each group, one ring for its runs and, when some
+  // ended (their slots given back in the write), waiting runs let in.
+  const groups = new GroupFlush(database, ({ written, ended }) => {
+    bell.ring(written);
+    if (ended) void dispatching.run().catch(() => undefined);
+  });
   const lease = startLeaseKeeper(database, {
     replicaId,
     leaseMs,
     availabilityIntervalMs: options.availabilityIntervalMs ?? 1000,
     ...(options.maxStallMs === undefined ? {} : { maxStallMs: options.maxStallMs }),
   });
+  // Serving starts with a lease the thread renewed: a loss while the thread started (a slow start
+  // on a busy machine) is then behind us, and no run was held to lose.
+  await lease.ready;
 
   const toStored = (row: RunRow): StoredRun => ({
     id: row.id,
@@ -231,11 +249,15 @@ export async function createPostgresRunStore(
       return inTransaction(database, (client) => admitIn(client, id, rows[0]?.tool_name ?? "", slot));
     },
 
-    async release(id, maxConcurrent) {
-      await query(database, "SELECT toolruntime.release_slot($1, $2)", [id, maxConcurrent]);
+    async release(id, limit) {
+      maxConcurrent = limit;
+      await query(database, "SELECT toolruntime.release_slot($1, $2)", [id, limit]);
     },
 
-    dispatch,
+    dispatch: (limit) => {
+      maxConcurrent = limit;
+      return dispatch(limit);
+    },
 
     async held(ids) {
       if (ids.length === 0) return [];
@@ -247,46 +269,7 @@ export async function createPostgresRunStore(
       return rows.map((row) => row.id);
     },
 
-    async flush(fence, events, execution) {
-      // One statement, so one round trip: the update fenced by owner, epoch and a live lease, the
-      // events under their own sequence numbers (each once: a retried flush adds only what is
-      // missing), and the doorbell, atomically.
-      const last = events.at(-1);
-      const { rows } = await query<{ written: string }>(
-        database,
-        `WITH updated AS (
-           UPDATE toolruntime.executions
-              SET record = $4, state = $5, live = $6, last_sequence = greatest(last_sequence, $7),
-                  finished_at = CASE WHEN $6 THEN NULL ELSE coalesce(finished_at, now()) END
-            WHERE id = $1 AND owner = $2 AND epoch = $3
-              AND EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = $2 AND r.lease_expires_at > now())
-        RETURNING 1
-         ), inserted AS (
-           INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
-           SELECT $1, t.sequence, t.event
-             FROM updated, unnest($8::integer[], $9::bytea[]) AS t(sequence, event)
-           ON CONFLICT (execution_id, sequence) DO NOTHING
-           RETURNING 1
-         ), rung AS (
-           SELECT pg_notify($10, $1::text) FROM updated
-         )
-         SELECT (SELECT count(*) FROM updated) AS written, (SELECT count(*) FROM rung) AS rung,
-                (SELECT count(*) FROM inserted) AS inserted`,
-        [
-          fence.id,
-          fence.owner,
-          fence.epoch,
-          toBinary(ExecutionSchema, execution),
-          execution.state,
-          live.includes(execution.state),
-          last === undefined ? 0 : Number(last.sequence),
-          events.map((event) => Number(event.sequence)),
-          events.map((event) => Buffer.from(toBinary(RunEventSchema, event))),
-          runsChannel,
-        ],
-      );
-      return Number(rows[0]?.written ?? 0) > 0;
-    },
+    flush: (fence, events, execution) => groups.flush(fence, events, execution),
 
     async get(id) {
       if (!uuidPattern.test(id)) return undefined;
@@ -395,7 +378,8 @@ export async function createPostgresRunStore(
       return rows.map(toStored).sort((a, b) => a.ordinal - b.ordinal);
     },
 
-    sweep(decide, maxConcurrent) {
+    sweep(decide, limit) {
+      maxConcurrent = limit;
       return inTransaction(database, async (client) => {
         // The admission lock first, as dispatching takes it: no lock cycle with release or admission.
         await client.query("SELECT pg_advisory_xact_lock($1)", [admissionLockKey]);
@@ -406,7 +390,7 @@ export async function createPostgresRunStore(
             ORDER BY ordinal LIMIT 100 FOR UPDATE SKIP LOCKED`,
         );
         for (const row of rows) await writeEnd(client, toStored(row), row.last_sequence, decide(toStored(row)));
-        if (rows.length > 0) await client.query("SELECT toolruntime.dispatch_slots($1)", [maxConcurrent]);
+        if (rows.length > 0) await client.query("SELECT toolruntime.dispatch_slots($1)", [limit]);
         // Replicas gone for good: no lease and no run left to them.
         await client.query(
           `DELETE FROM toolruntime.replicas r WHERE lease_expires_at < now()
@@ -456,7 +440,10 @@ export async function createPostgresRunStore(
       );
     },
 
-    onRunChange: (listener) => void doorbell.listen(runsChannel, listener),
+    onRunChange: (listener) =>
+      void doorbell.listen(runsChannel, (payload) => {
+        for (const id of ringIds(payload)) listener(id);
+      }),
     onClaimable: (listener) => void doorbell.listen(claimsChannel, () => listener()),
     onControl: (listener) =>
       void doorbell.listen(controlChannel, (owner) => {

@@ -267,4 +267,21 @@ export const migrations: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 7,
+    name: "waiting runs let in after a group of writes gave slots back",
+    sql: `
+      -- A group of owners' writes gives back the slots of the runs that ended in it, in the same
+      -- statement (see GroupFlush); this then lets waiting runs in, taking the admission lock only
+      -- when some wait. A statement of its own, holding no row lock, so it waits in no cycle.
+      CREATE FUNCTION toolruntime.dispatch_waiting(p_max integer) RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM toolruntime.executions WHERE live AND slot = 'waiting') THEN
+          RETURN 0;
+        END IF;
+        RETURN toolruntime.dispatch_slots(p_max);
+      END
+      $fn$;
+    `,
+  },
 ];

@@ -160,7 +160,7 @@ async function acquire(database: Database, time: OperationTime): Promise<Held> {
   const timer = setTimeout(() => expiry.abort(time.expired()), waitMs);
   let turn: GateTurn | undefined;
   try {
-    turn = await database.gate.enter(time.newRun !== undefined, time.newRun ?? "", expiry.signal);
+    turn = await database.gate.enter(time.newRun !== undefined, time.newRun ?? "", expiry.signal, waitMs);
     const connecting = database.pool.connect();
     const expired = new Promise<never>((_, reject) => {
       if (expiry.signal.aborted) reject(expiry.signal.reason as Error);

@@ -1,0 +1,146 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { ExecutionSchema, ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
+import { RunEventSchema, type RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
+import type { RunFence } from "../run-store.js";
+import type { Database } from "./open-database.js";
+import { query } from "./transaction.js";
+
+const liveStates = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, ExecutionState.RUNNING];
+
+/** One run's flush waiting for its group. */
+interface PendingFlush {
+  readonly fence: RunFence;
+  readonly events: readonly RunEvent[];
+  readonly execution: Execution;
+  readonly resolve: (written: boolean) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** What a written group tells its store. */
+export interface FlushedGroup {
+  /** The runs whose flush was written. */
+  readonly written: readonly string[];
+  /** Whether some run of the group ended (its admission slot was given back with it). */
+  readonly ended: boolean;
+}
+
+/**
+ * Writes the flushes of many runs in one statement, one transaction and one WAL flush (group
+ * commit): a flush asked for while no group is being written goes at once (so a lone run waits
+ * for nothing), and every flush asked for while one is in flight goes in the next group, at most
+ * `maxGroup` runs per statement. Each caller is answered once the commit that holds its write is
+ * done: true when written, false when its fence no longer held (another replica took the run, or
+ * this replica's lease expired), or the group's error. A run that ends gives its admission slot
+ * back in the same write. The doorbell is not rung here: see `afterWrite`.
+ */
+export class GroupFlush {
+  readonly #database: Database;
+  readonly #maxGroup: number;
+  readonly #afterWrite: (group: FlushedGroup) => void;
+  #pending: PendingFlush[] = [];
+  #writing = false;
+
+  constructor(database: Database, afterWrite: (group: FlushedGroup) => void, maxGroup = 256) {
+    this.#database = database;
+    this.#afterWrite = afterWrite;
+    this.#maxGroup = maxGroup;
+  }
+
+  /** Writes one run's new events and record under `fence`; see the class. */
+  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ fence, events, execution, resolve, reject });
+      if (!this.#writing) void this.#writeGroups();
+    });
+  }
+
+  async #writeGroups(): Promise<void> {
+    this.#writing = true;
+    try {
+      while (this.#pending.length > 0) {
+        const group = this.#pending.splice(0, this.#maxGroup);
+        try {
+          const written = await this.#writeRetried(group);
+          const ids = new Set(written);
+          for (const flush of group) flush.resolve(ids.has(flush.fence.id));
+          const ended = group.some((flush) => ids.has(flush.fence.id) && !liveStates.includes(flush.execution.state));
+          this.#afterWrite({ written, ended });
+        } catch (error) {
+          for (const flush of group) flush.reject(error);
+        }
+      }
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  /**
+   * Writes a group, again when the database chose it as the victim of a deadlock or a serialization
+   * failure (a group's writes can be repeated with the same outcome).
+   */
+  async #writeRetried(group: PendingFlush[]): Promise<string[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#write(group);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if ((code !== "40P01" && code !== "40001") || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  /**
+   * One statement: the records of the runs whose fence holds (owner, epoch and a live lease),
+   * their events under their own sequence numbers (each once: a retried flush adds only what is
+   * missing), the slots of the runs that ended given back. Rows are locked in id order, as every
+   * group of every replica locks them, so two groups never wait for each other in a cycle.
+   */
+  async #write(group: PendingFlush[]): Promise<string[]> {
+    const runs = [...group].sort((a, b) => (a.fence.id < b.fence.id ? -1 : 1));
+    const events = runs.flatMap((flush) => flush.events.map((event) => ({ id: flush.fence.id, event })));
+    const { rows } = await query<{ id: string }>(
+      this.#database,
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::bytea[], $5::smallint[], $6::integer[])
+                  AS t(id, owner, epoch, record, state, last_sequence)
+       ), locked AS (
+         SELECT e.id FROM toolruntime.executions e JOIN input i ON e.id = i.id
+          WHERE e.owner = i.owner AND e.epoch = i.epoch
+            AND EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = i.owner AND r.lease_expires_at > now())
+          ORDER BY e.id FOR UPDATE OF e
+       ), updated AS (
+         UPDATE toolruntime.executions e
+            SET record = i.record, state = i.state, live = i.state = ANY($10::smallint[]),
+                last_sequence = greatest(e.last_sequence, i.last_sequence),
+                slot = CASE WHEN i.state = ANY($10::smallint[]) THEN e.slot ELSE 'none' END,
+                finished_at = CASE WHEN i.state = ANY($10::smallint[]) THEN NULL ELSE coalesce(e.finished_at, now()) END
+           FROM input i
+          WHERE e.id = i.id AND e.id IN (SELECT id FROM locked)
+         RETURNING e.id
+       ), inserted AS (
+         INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
+         SELECT v.id, v.sequence, v.event FROM unnest($7::uuid[], $8::integer[], $9::bytea[]) AS v(id, sequence, event)
+          WHERE v.id IN (SELECT id FROM updated)
+         ON CONFLICT (execution_id, sequence) DO NOTHING
+         RETURNING 1
+       )
+       SELECT id::text FROM updated`,
+      [
+        runs.map((flush) => flush.fence.id),
+        runs.map((flush) => flush.fence.owner),
+        runs.map((flush) => flush.fence.epoch),
+        runs.map((flush) => Buffer.from(toBinary(ExecutionSchema, flush.execution))),
+        runs.map((flush) => flush.execution.state),
+        runs.map((flush) => {
+          const last = flush.events.at(-1);
+          return last === undefined ? 0 : Number(last.sequence);
+        }),
+        events.map(({ id }) => id),
+        events.map(({ event }) => Number(event.sequence)),
+        events.map(({ event }) => Buffer.from(toBinary(RunEventSchema, event))),
+        liveStates,
+      ],
+    );
+    return rows.map((row) => row.id);
+  }
+}
