@@ -44,7 +44,6 @@ const runColumns = "id, ordinal, record, request, owner, epoch, last_sequence, r
 /** Serialises admission decisions across the cluster ("tlrtadm" in ASCII). */
 const admissionLockKey = 0x746c72746164;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const live = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, ExecutionState.RUNNING];
 /** Pause before creating a run again after an ambiguous failure, in milliseconds. */
 const createRetryDelayMs = 50;
 
