@@ -10,7 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { ExecutionService, ExecutionState } from "../gen/toolruntime/v1/execution_pb.js";
+import { ToolErrorSchema } from "../gen/toolruntime/v1/tool_pb.js";
 import { RunnerService } from "../gen/toolruntime/v1/runner_pb.js";
 import { createGrpcJsClient } from "../test/support/grpc-js-client.js";
 import { startMainProcess, type MainProcess } from "../test/support/main-process.js";
@@ -101,10 +103,20 @@ async function claimsPerSecond(starter: MainProcess, runs: number): Promise<numb
   const executions = createGrpcJsClient(ExecutionService, starter.grpcAddress);
   try {
     const began = performance.now();
+    // All at once, as a client with a burst of work would; one that is refused for now
+    // (RESOURCE_EXHAUSTED) tries again after the delay the answer gives, as such a client should.
     const ids = await Promise.all(
       Array.from({ length: runs }, async () => {
-        const started = await executions.client.startExecution({ toolName: "remote.steps", inputs: { steps: 0 } });
-        return started.execution!.executionId;
+        for (;;) {
+          try {
+            const started = await executions.client.startExecution({ toolName: "remote.steps", inputs: { steps: 0 } });
+            return started.execution!.executionId;
+          } catch (error) {
+            if (!(error instanceof ConnectError) || error.code !== Code.ResourceExhausted) throw error;
+            const retryAfterMs = error.findDetails(ToolErrorSchema)[0]?.retryAfterMs ?? 100;
+            await new Promise((resolve) => setTimeout(resolve, retryAfterMs));
+          }
+        }
       }),
     );
     for (const id of ids) {
