@@ -152,7 +152,11 @@ const describe = (outcomes: Outcomes): string =>
 async function main(): Promise<void> {
   const postgres = await startPostgres();
   const replicas = await startReplicas(3, await postgres.createDatabase("overload"), []);
-  const runners = replicas.grpcAddresses.map((address) => createGrpcJsClient(RunnerService, address));
+  // Four connections to each replica: one would queue calls in the client past the server's
+  // 100 concurrent streams per connection, and those would miss their deadline before being sent.
+  const runners = replicas.grpcAddresses.flatMap((address) =>
+    Array.from({ length: 4 }, () => createGrpcJsClient(RunnerService, address)),
+  );
   try {
     await (runners[0] as Runner).client.activateTool({ toolName: "builtin.noop" });
     // Warm-up: each replica's code paths compiled before anything is measured.

@@ -371,7 +371,7 @@ const options: readonly OptionSpec[] = [
     fallback: 16,
     min: 1,
     max: 1000,
-    text: "with --store: most connections of a replica's pool (it opens two more: one listens for notifications, one keeps the lease); runs already started are served first, and a new run that gets none soon (a quarter of its call's time, 100 ms to 1 s) gets RESOURCE_EXHAUSTED",
+    text: "with --store: most connections of a replica's pool (it opens two more: one listens for notifications, one keeps the lease); runs already started are served first, and a new run that gets none soon (a quarter of its call's time, 100 to 250 ms) gets RESOURCE_EXHAUSTED",
   },
   {
     key: "storeTimeoutMs",

@@ -8,7 +8,7 @@ export interface ConnectionGateOptions {
   /**
    * Longest a new run waits for a connection before it is refused, in milliseconds: a quarter of
    * the time its operation has (so what it waited leaves it time to run), within these bounds.
-   * Default 100 to 1,000.
+   * Default 100 to 250.
    */
   readonly newWorkWaitMs?: { readonly min: number; readonly max: number };
 }
@@ -28,7 +28,7 @@ interface Waiter {
 /**
  * Decides who gets the pool's connections, and in which order: work already under way (the
  * writes of runs already started, reads, registrations) before new runs. A new run waits at most
- * a quarter of its operation's time (100 ms to 1 s) for a connection; past that the store is busy
+ * a quarter of its operation's time (100 to 250 ms) for a connection; past that the store is busy
  * with work already admitted, and
  * the run is refused with RESOURCE_EXHAUSTED and a retry delay rather than queued behind it. So
  * past the store's capacity a replica admits new runs only as fast as it finishes the ones it
@@ -47,7 +47,7 @@ export class ConnectionGate {
   constructor(options: ConnectionGateOptions) {
     this.#connections = options.connections;
     this.#free = options.connections;
-    this.#newWorkWaitMs = options.newWorkWaitMs ?? { min: 100, max: 1000 };
+    this.#newWorkWaitMs = options.newWorkWaitMs ?? { min: 100, max: 250 };
   }
 
   /** Operations waiting now, under way and new. */

@@ -26,9 +26,9 @@ export interface FlushedGroup {
 
 /**
  * Writes the flushes of many runs in one statement, one transaction and one WAL flush (group
- * commit): a flush asked for while no group is being written goes at once (so a lone run waits
- * for nothing), and every flush asked for while one is in flight goes in the next group, at most
- * `maxGroup` runs per statement. Each caller is answered once the commit that holds its write is
+ * commit): a flush asked for while fewer than `maxLanes` groups are being written goes at once (so a
+ * lone run waits for nothing), and every flush asked for while they all are goes in a next group,
+ * at most `maxGroup` runs per statement. Each caller is answered once the commit that holds its write is
  * done: true when written, false when its fence no longer held (another replica took the run, or
  * this replica's lease expired), or the group's error. A run that ends gives its admission slot
  * back in the same write. The doorbell is not rung here: see `afterWrite`.
@@ -37,25 +37,33 @@ export class GroupFlush {
   readonly #database: Database;
   readonly #maxGroup: number;
   readonly #afterWrite: (group: FlushedGroup) => void;
+  readonly #maxLanes: number;
   #pending: PendingFlush[] = [];
-  #writing = false;
+  /** Groups being written now, each on a connection of its own. */
+  #lanes = 0;
 
-  constructor(database: Database, afterWrite: (group: FlushedGroup) => void, maxGroup = 256) {
+  constructor(database: Database, afterWrite: (group: FlushedGroup) => void, maxGroup = 256, maxLanes = 4) {
     this.#database = database;
     this.#afterWrite = afterWrite;
     this.#maxGroup = maxGroup;
+    this.#maxLanes = maxLanes;
   }
 
   /** Writes one run's new events and record under `fence`; see the class. */
   flush(fence: RunFence, events: readonly RunEvent[], execution: Execution): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.#pending.push({ fence, events, execution, resolve, reject });
-      if (!this.#writing) void this.#writeGroups();
+      if (this.#lanes < this.#maxLanes) void this.#writeGroups();
     });
   }
 
+  /**
+   * One lane: writes groups while flushes wait. Up to `maxLanes` lanes write at once (a group held
+   * up by a lock must not hold every run of the replica behind it); the runs of two groups are
+   * never the same (a run has one flush in flight at a time), so lanes never wait for each other.
+   */
   async #writeGroups(): Promise<void> {
-    this.#writing = true;
+    this.#lanes += 1;
     try {
       while (this.#pending.length > 0) {
         const group = this.#pending.splice(0, this.#maxGroup);
@@ -70,7 +78,7 @@ export class GroupFlush {
         }
       }
     } finally {
-      this.#writing = false;
+      this.#lanes -= 1;
     }
   }
 

@@ -16,6 +16,12 @@ export interface DatabaseOptions {
    * first), in milliseconds. Default 5,000.
    */
   readonly operationTimeoutMs?: number;
+  /**
+   * Longest a new run waits for a connection behind work under way before it is refused with
+   * RESOURCE_EXHAUSTED, in milliseconds: a quarter of its operation's time, within these bounds.
+   * Default 100 to 250 (see ConnectionGate).
+   */
+  readonly newRunWaitMs?: { readonly min: number; readonly max: number };
   /** Longest a statement may run before the server cancels it, in milliseconds. Default 30,000. */
   readonly statementTimeoutMs?: number;
   /**
@@ -49,6 +55,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
   const resolved: Required<DatabaseOptions> = {
     maxConnections: options.maxConnections ?? 16,
     operationTimeoutMs: options.operationTimeoutMs ?? 5000,
+    newRunWaitMs: options.newRunWaitMs ?? { min: 100, max: 250 },
     statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
     idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs ?? 5000,
   };
@@ -86,6 +93,6 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     url,
     options: resolved,
     signals: new ReplicaSignals(),
-    gate: new ConnectionGate({ connections: resolved.maxConnections }),
+    gate: new ConnectionGate({ connections: resolved.maxConnections, newWorkWaitMs: resolved.newRunWaitMs }),
   };
 }
