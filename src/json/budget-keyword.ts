@@ -2,7 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { _, Name, type Ajv2020, type Code, type CodeKeywordDefinition, type KeywordCxt } from "ajv/dist/2020.js";
 import { CheckBudgetExceededError, checkBudget, withCheckBudget } from "./check-budget.js";
 import { subschemaShapes } from "./schema-keywords.js";
-import { applicationUnits } from "./work-units.js";
+import { applicationUnits, propertyVisitUnits, schemaUnits } from "./work-units.js";
 
 /**
  * The keyword that charges a check's budget (see `check-budget.ts`) each time a subschema applies.
@@ -18,9 +18,11 @@ const instancePathName = new Name("instancePath");
 /**
  * The definition of {@link chargeKeyword}, which ajv runs first in a subschema, before the
  * keywords that may fail it: a subschema that fails early is charged all the same. Each
- * application takes its own units (see `applicationUnits`), plus the length of the strings it
- * measures, of the path of the value when it was reached through a reference (the caller built
- * it), and of the errors held when it refers elsewhere (a failing reference copies them all). It
+ * application takes its own units (see `applicationUnits`; 16 times as many in a function too
+ * large for V8 to optimise, see {@link functionScale}), plus the length of the strings it
+ * measures, the properties of the object it visits all of, the length of the path of the value
+ * when it was reached through a reference (the caller built it), and the errors held when it
+ * refers elsewhere (a failing reference copies them all). It
  * also stops a check that holds more than `maxErrors` errors at once (see `maxPendingErrors`).
  */
 export function chargeKeywordDefinition(maxErrors: number): CodeKeywordDefinition {
@@ -32,18 +34,71 @@ export function chargeKeywordDefinition(maxErrors: number): CodeKeywordDefinitio
   };
 }
 
+/**
+ * Subschemas ajv compiles into one function beyond which V8 does not optimise it (measured here:
+ * an anyOf of 50 consts ran at 31 ns a branch once optimised, one of 100 at 360–700 ns after a
+ * dozen runs, and as slowly at first as every check compiled moments ago).
+ */
+const largestOptimisedFunction = 64;
+/** What an application in a function too large to optimise is charged per unit. */
+const unoptimisedUnitCost = 16;
+/** The scale of the units of each function's schema (see {@link functionScale}). */
+const scales = new WeakMap<object, number>();
+
+/**
+ * The units of an application in the function ajv compiles for `schema` (the root, or a reference
+ * it does not inline) cost 1, or {@link unoptimisedUnitCost} when the function holds more than
+ * {@link largestOptimisedFunction} subschemas: then one unit takes far longer than its usual cost,
+ * however many times the check runs, and the budget would let such a check hold the event loop
+ * for a large part of a second.
+ */
+function functionScale(schema: object): number {
+  let scale = scales.get(schema);
+  if (scale === undefined) {
+    scale =
+      countSubschemas(schema as JsonValue, largestOptimisedFunction + 1) > largestOptimisedFunction
+        ? unoptimisedUnitCost
+        : 1;
+    scales.set(schema, scale);
+  }
+  return scale;
+}
+
+/** The subschemas of `value`, itself included, up to `most` (definitions are compiled apart, or inlined where used). */
+function countSubschemas(value: JsonValue, most: number): number {
+  if (!isObject(value)) return 0;
+  let count = 1;
+  for (const key of Object.keys(value)) {
+    if (count >= most) break;
+    const shape = key === "$defs" || key === "definitions" ? undefined : subschemaShapes.get(key);
+    const child = value[key] as JsonValue;
+    if (shape === "one") count += countSubschemas(child, most - count);
+    else if (shape === "array" && Array.isArray(child)) {
+      for (const item of child) count += countSubschemas(item, most - count);
+    } else if (shape === "map" && isObject(child)) {
+      for (const name of Object.keys(child)) count += countSubschemas(child[name] as JsonValue, most - count);
+    }
+  }
+  return count;
+}
+
 /** The code of one application's charge (see {@link chargeKeywordDefinition}). */
 function chargeCode(cxt: KeywordCxt, maxErrors: number): void {
   const { gen, data, parentSchema, it } = cxt;
   const schema = parentSchema as JsonObject;
   const budget = gen.scopeValue("obj", { ref: checkBudget });
-  let charge: Code = _`${applicationUnits(schema)}`;
+  let charge: Code = _`${applicationUnits(schema) * functionScale(it.schemaEnv.schema as object)}`;
   if (it.schemaEnv.schema === parentSchema) charge = _`${charge} + (${instancePathName}.length >> 3)`;
   if (schema["$ref"] !== undefined || schema["$dynamicRef"] !== undefined || schema["$recursiveRef"] !== undefined) {
     charge = _`${charge} + ${errorsName}`;
   }
   if (schema["minLength"] !== undefined || schema["maxLength"] !== undefined) {
     charge = _`${charge} + (typeof ${data} == "string" ? ${data}.length >> 3 : 0)`;
+  }
+  // Keywords that go through every property of an object value, in code of ajv's that charges
+  // nothing (it charges the subschemas it applies to them, not the visit).
+  if (schemaUnits(schema).propertyUnits > 0) {
+    charge = _`${charge} + ${budget}.properties(${data}) * ${propertyVisitUnits}`;
   }
   gen.if(_`(${budget}.left -= ${charge}) < 0`, () => gen.code(_`${budget}.exhausted()`));
   gen.if(_`${errorsName} > ${maxErrors}`, () => gen.code(_`${budget}.crowded()`));

@@ -8,13 +8,14 @@ import { countText as count } from "./count-text.js";
  * either limit the check stops with a {@link CheckBudgetExceededError}. Without it one value of 47
  * bytes could hold the event loop for seconds against a schema of a few hundred bytes.
  *
- * Units make the limit the same on every machine and every run. The time limit is there because a
- * unit's cost varies: 15–50 ns in code V8 has optimised, 300–700 ns in a check compiled moments
- * ago (V8 optimises it after several runs) or too large for V8 to optimise (an `anyOf` of 100
- * subschemas or more, measured here). It is set so that the floor of units fits in it even
- * unoptimised, and a large value, whose check V8 optimises as it goes, has 250 ns a byte more. The
- * clock is read once per {@link sliceUnits} units, from the end of the first slice (a few
- * milliseconds at most): most checks end before it, and need not read the clock at all.
+ * Units make the limit the same on every machine and every run: most checks are bounded by them.
+ * A unit's cost varies, though: 15–50 ns in code V8 has optimised, 300–1,000 ns in a check
+ * compiled moments ago (V8 optimises it after several runs) or too large for V8 to optimise (an
+ * `anyOf` of 100 subschemas or more, measured here), more on a loaded machine. So a check also
+ * stops at a time limit, set above what its units take even unoptimised (100,000 units take 100 ms
+ * at most), so that it cuts only checks whose units cost far more than that. The clock is read
+ * once per {@link sliceUnits} units, from the end of the first slice (a few milliseconds at
+ * most): most checks end before it, and need not read the clock at all.
  */
 
 /** Units every check may take whatever the value's size: a few milliseconds at most. */
@@ -22,9 +23,9 @@ export const checkBudgetFloorUnits = 100_000;
 /** Units a check may take per byte of the value's JSON, beyond the floor. */
 export const checkBudgetUnitsPerByte = 4;
 /** Time every check may take whatever the value's size, in milliseconds. */
-export const checkTimeFloorMs = 100;
-/** Bytes of the value's JSON per further millisecond a check may take: 250 ns a byte. */
-export const checkBytesPerMs = 4_000;
+export const checkTimeFloorMs = 250;
+/** Bytes of the value's JSON per further millisecond a check may take: 1 µs a byte. */
+export const checkBytesPerMs = 1_000;
 /**
  * Most errors a check may hold at once. A check collects an error for every alternative that fails
  * (each branch of an `anyOf`, say) until one passes; past this many it stops, so its memory stays
@@ -120,7 +121,25 @@ export const checkBudget = {
   crowded(): never {
     throw outOfRoom;
   },
+  /**
+   * The number of properties of `value` (0 for anything but an object), counted once per object:
+   * what a keyword that visits every property (`additionalProperties`, `minProperties`…) is
+   * charged each time it applies.
+   */
+  properties(value: unknown): number {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return 0;
+    let count = propertyCounts.get(value);
+    if (count === undefined) {
+      count = 0;
+      for (const key in value) if (Object.prototype.hasOwnProperty.call(value, key)) count++;
+      propertyCounts.set(value, count);
+    }
+    return count;
+  },
 };
+
+/** The properties of the objects checked lately, counted (see `checkBudget.properties`). */
+const propertyCounts = new WeakMap<object, number>();
 
 /**
  * Runs `check` within the budget of a value of `sizeBytes` bytes of JSON (see

@@ -42,7 +42,7 @@ const largestShown = 1e15;
  */
 export function checkSchemaCost(schema: JsonObject): SchemaCostProblem | undefined {
   const graph = buildSchemaGraph(schema);
-  if ("problem" in graph) return { kind: "invalid", message: graph.problem };
+  if ("problem" in graph) return { kind: graph.kind, message: graph.problem };
   // In a tree each subschema applies at most once to one place of a value: the sum of all bounds
   // the work there. Most schemas hold no reference and end here.
   if (graph.tree && graph.totalUnits <= maxUnitsPerValue) return undefined;
@@ -326,7 +326,9 @@ function culprit(node: SchemaNode, depth: number, contributions: readonly Contri
   if (depth === 0) {
     return `its ${showValue(keyword)} ${at} applies subschemas that reach the same schemas again, and so on down the chain: refer to each schema from one place rather than from several subschemas`;
   }
-  return `its ${showValue(keyword)} ${at} applies several subschemas that each descend into the value with the same schemas, doubling the work at every level: let one subschema descend, or merge them`;
+  const count = node.edges.filter((edge) => edge.keyword === keyword).length;
+  const levels = depth > 1 ? ", level after level" : "";
+  return `its ${showValue(keyword)} ${at} applies ${countText(count)} subschemas that each work through the parts of the value${levels}: let one of them look into the value, or merge them`;
 }
 
 function units(count: number): string {

@@ -75,9 +75,10 @@ export interface SchemaGraph {
   readonly totalUnits: number;
 }
 
-/** Why a schema cannot be analysed: it is refused, with this message. */
+/** Why a schema is refused: too costly to check (too many patterns), or not a schema a check can use. */
 export interface SchemaGraphProblem {
   readonly problem: string;
+  readonly kind: "costly" | "invalid";
 }
 
 /** The group of the edges each applicator makes; `$defs`, `definitions` and `contentSchema` make none. */
@@ -138,12 +139,19 @@ export function buildSchemaGraph(schema: JsonObject): SchemaGraph | SchemaGraphP
     const references = builder.resolveReferences(root);
     return { root, nodes: builder.nodes, tree: references === 0 && !builder.shared, totalUnits: builder.totalUnits };
   } catch (error) {
-    if (error instanceof Refusal) return { problem: error.message };
+    if (error instanceof Refusal) return { problem: error.message, kind: error.kind };
     throw error;
   }
 }
 
-class Refusal extends Error {}
+class Refusal extends Error {
+  constructor(
+    message: string,
+    readonly kind: "costly" | "invalid" = "invalid",
+  ) {
+    super(message);
+  }
+}
 
 interface PendingReference {
   readonly node: SchemaNode;
@@ -206,6 +214,7 @@ class GraphBuilder {
         if (key === "patternProperties" && names.length > maxPatternProperties) {
           throw new Refusal(
             `its "patternProperties" at ${showValue(node.pointer)} has ${countText(names.length)} patterns, more than the ${maxPatternProperties} allowed: every property name is tested against each of them, so merge them into fewer patterns (an alternation such as "^(?:a|b)$" is one test)`,
+            "costly",
           );
         }
         for (const name of names) this.#add(node, key, role.group, child[name], name, ownBase);
@@ -271,12 +280,18 @@ class GraphBuilder {
     return ownBase;
   }
 
-  /** The schemas `pending` may resolve to (none when it cannot be resolved here). */
+  /**
+   * The schemas `pending` may resolve to (none when it names nothing: the compiler then refuses
+   * the schema, naming it). Throws a Refusal for a reference to another document: the compiler
+   * holds the draft 2020-12 meta-schemas, and would check values against them uncharged.
+   */
   #resolve(pending: PendingReference, root: JsonObject): JsonObject[] {
     const { reference, keyword } = pending;
     if (!this.#scoped) {
       if (reference === "#" || reference === "#/") return [root];
-      return reference.startsWith("#/") ? this.#follow(root, reference.slice(1), pending) : [];
+      if (reference.startsWith("#/")) return this.#follow(root, reference.slice(1), pending);
+      if (reference.startsWith("#")) return [];
+      throw this.#elsewhere(pending);
     }
     const targets: JsonObject[] = [];
     const uri = resolveUri(reference, pending.base);
@@ -284,6 +299,7 @@ class GraphBuilder {
       const hash = uri.indexOf("#");
       const document = hash < 0 ? uri : uri.slice(0, hash);
       const resource = document === documentBase ? root : this.#resources.get(document);
+      if (!resource) throw this.#elsewhere(pending);
       let fragment = hash < 0 ? "" : uri.slice(hash + 1);
       try {
         fragment = decodeURIComponent(fragment);
@@ -291,9 +307,9 @@ class GraphBuilder {
         fragment = "\0";
       }
       if (fragment === "" || fragment === "/") {
-        if (resource) targets.push(resource);
+        targets.push(resource);
       } else if (fragment.startsWith("/")) {
-        if (resource) targets.push(...this.#follow(resource, fragment, pending));
+        targets.push(...this.#follow(resource, fragment, pending));
       } else {
         const anchored = this.#anchors.get(`${document}#${fragment}`);
         if (anchored) targets.push(anchored);
@@ -303,6 +319,12 @@ class GraphBuilder {
     if (keyword === "$recursiveRef") targets.push(...this.#recursiveAnchors);
     // A reference applies each schema it may resolve to once, however many ways lead there.
     return [...new Set(targets)];
+  }
+
+  #elsewhere(pending: PendingReference): Refusal {
+    return new Refusal(
+      `its ${showValue(pending.keyword)}: ${showValue(pending.reference)} refers to a document other than this schema: copy what it refers to under "$defs" and refer to it there`,
+    );
   }
 
   /**

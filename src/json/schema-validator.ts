@@ -2,7 +2,13 @@ import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { didYouMean } from "../errors/did-you-mean.js";
 import { chargeKeywordDefinition, checkCharges, withCharges } from "./budget-keyword.js";
-import { CheckBudgetExceededError, maxListedErrors, maxPendingErrors, withCheckBudget } from "./check-budget.js";
+import {
+  CheckBudgetExceededError,
+  checkBudgetUnits,
+  maxListedErrors,
+  maxPendingErrors,
+  withCheckBudget,
+} from "./check-budget.js";
 import { CompiledSchemas, type CompiledSlot, type SchemaCheck, type SchemaCompiler } from "./compiled-schemas.js";
 import { itemwiseContains } from "./contains-keyword.js";
 import { hashedEnum, hashedUniqueItems } from "./hashed-keywords.js";
@@ -26,10 +32,12 @@ export { CheckBudgetExceededError } from "./check-budget.js";
 /** Most schemas compiled per generation of the compiler (about 10 KiB of heap each for 1 KiB of schema). */
 const maxCompiledSchemas = 2000;
 /**
- * Time the check that lists a failed value's errors may take whatever the value's size, in
- * milliseconds (less than a first check's: the answer is known, only its message is at stake).
+ * The check that lists a failed value's errors may take a quarter of the units of the check that
+ * found it failed, and 50 ms whatever the value's size: the answer is known, only its message is
+ * at stake.
  */
-const listingTimeFloorMs = 25;
+const listingShare = 4;
+const listingTimeFloorMs = 50;
 /** Most patterns remembered as accepted by the linear-time engine; forgotten all at once past it. */
 const maxAcceptedPatterns = 10_000;
 
@@ -194,7 +202,7 @@ function checkMetaSchema(schema: JsonObject): void {
  * `enum`, `uniqueItems` and `contains` implemented here in linear time (ajv's own are quadratic in
  * the cases their modules describe). A value is first checked to its first error, which decides;
  * only a value that fails is checked again with every error collected (compiled on the first
- * failure), within a budget of its own and at most `maxListedErrors` errors: past either, the
+ * failure), within a quarter of the units and at most `maxListedErrors` errors: past either, the
  * answer is the first error and "and more".
  */
 function newCompiler(): SchemaCompiler {
@@ -212,7 +220,10 @@ function newCompiler(): SchemaCompiler {
         const first = decide.errors ?? [];
         try {
           const listAll = (list ??= compileWith(lister, charged));
-          const listed = withCheckBudget(size, () => listAll(value), { timeFloorMs: listingTimeFloorMs });
+          const listed = withCheckBudget(size, () => listAll(value), {
+            units: checkBudgetUnits(size) / listingShare,
+            timeFloorMs: listingTimeFloorMs,
+          });
           if (!listed) return formatSchemaErrors(listAll.errors ?? first);
         } catch (error) {
           if (!(error instanceof CheckBudgetExceededError || error instanceof RangeError)) throw error;

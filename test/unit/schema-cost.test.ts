@@ -179,6 +179,16 @@ describe("checkSchemaCost()", () => {
         'its "$ref": "#/properties" points at the whole of "properties", not at one of its subschemas: refer to a subschema (one under "$defs", say)',
       ],
       [
+        "a $ref to the draft 2020-12 meta-schema (the compiler holds it, and would check values against it uncharged)",
+        { type: "object", properties: { a: { $ref: "https://json-schema.org/draft/2020-12/schema" } } },
+        'its "$ref": "https://json-schema.org/draft/2020-12/schema" refers to a document other than this schema: copy what it refers to under "$defs" and refer to it there',
+      ],
+      [
+        "a $ref to another document by a base URI",
+        { $id: "https://example.test/a", type: "object", properties: { b: { $ref: "b#/$defs/x" } } },
+        'its "$ref": "b#/$defs/x" refers to a document other than this schema: copy what it refers to under "$defs" and refer to it there',
+      ],
+      [
         "the keyword the compiled copy uses to charge its budget",
         { type: "object", properties: { a: { [chargeKeyword]: true } } },
         `it uses the unknown keyword "${chargeKeyword}": use only draft 2020-12 keywords`,
