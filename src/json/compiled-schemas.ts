@@ -1,7 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 
-/** Checks a JSON value against a compiled schema; returns the problems found, empty when valid. */
-export type SchemaCheck = (value: unknown) => string[];
+/**
+ * Checks a JSON value against a compiled schema; returns the problems found, empty when valid.
+ * `sizeBytes` is the size of the value's JSON, which bounds the work the check may take (measured
+ * when not given); past that work it throws a `CheckBudgetExceededError`.
+ */
+export type SchemaCheck = (value: unknown, sizeBytes?: number) => string[];
 
 /** A compiled schema held by a {@link CompiledSchemas}; `check` is undefined once its generation ended. */
 export interface CompiledSlot {

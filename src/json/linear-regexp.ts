@@ -2,10 +2,15 @@ import { RegExpParser, visitRegExpAST, type AST } from "@eslint-community/regexp
 import type { CodeOptions } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { quote } from "../registry/names.js";
+import { spendCheckBudget } from "./check-budget.js";
+import { patternUnits } from "./work-units.js";
 
 /** What ajv needs of a compiled pattern. */
 export interface LinearRegExp {
-  /** Whether the pattern matches anywhere in `value`, like `RegExp.prototype.test`. */
+  /**
+   * Whether the pattern matches anywhere in `value`, like `RegExp.prototype.test`. Charged to the
+   * budget of the schema check under way, if any, by the length of `value` (see `patternUnits`).
+   */
   test(value: string): boolean;
   /** `/pattern/u`: ajv keys compiled patterns by it, so it must differ between patterns. */
   toString(): string;
@@ -67,7 +72,11 @@ export function compileLinearRegExp(pattern: string): LinearRegExp {
     );
   }
   const text = `/${pattern}/u`;
-  return { test: (value: string) => compiled.test(value), toString: () => text, size };
+  const test = (value: string): boolean => {
+    spendCheckBudget(patternUnits(value.length));
+    return compiled.test(value);
+  };
+  return { test, toString: () => text, size };
 }
 
 /**

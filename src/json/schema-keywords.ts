@@ -24,3 +24,18 @@ export const descendingKeywords: ReadonlySet<string> = new Set([
 export const descendingArrayKeywords: ReadonlySet<string> = new Set(["prefixItems"]);
 /** A map of subschemas, applied to parts of the value. */
 export const descendingMapKeywords: ReadonlySet<string> = new Set(["properties", "patternProperties"]);
+
+/**
+ * Where a schema holds subschemas, by keyword and shape of its value: one subschema, an array of
+ * them, or a map of names to them. The applicators above, the definitions (`$defs`, and the older
+ * `definitions`), `dependencies` (ajv compiles its schema values) and `contentSchema` (an
+ * annotation, compiled only when a `$ref` reaches it). A JSON pointer that follows these keywords
+ * from a schema lands on a schema; any other step lands in data (a `default`, a `const`).
+ */
+export const subschemaShapes: ReadonlyMap<string, "one" | "array" | "map"> = new Map([
+  ...[...sameValueKeywords, ...descendingKeywords, "contentSchema"].map((key) => [key, "one"] as const),
+  ...[...sameValueArrayKeywords, ...descendingArrayKeywords].map((key) => [key, "array"] as const),
+  ...[...sameValueMapKeywords, ...descendingMapKeywords, "$defs", "definitions", "dependencies"].map(
+    (key) => [key, "map"] as const,
+  ),
+]);

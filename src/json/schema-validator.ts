@@ -1,7 +1,17 @@
 import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { didYouMean } from "../errors/did-you-mean.js";
+import { chargeKeywordDefinition, checkCharges, withCharges } from "./budget-keyword.js";
+import {
+  CheckBudgetExceededError,
+  checkBudgetUnits,
+  maxListedErrors,
+  maxPendingErrors,
+  withCheckBudget,
+} from "./check-budget.js";
 import { CompiledSchemas, type CompiledSlot, type SchemaCheck, type SchemaCompiler } from "./compiled-schemas.js";
+import { itemwiseContains } from "./contains-keyword.js";
+import { hashedEnum, hashedUniqueItems } from "./hashed-keywords.js";
 import {
   compileLinearRegExp,
   linearRegExpEngine,
@@ -10,15 +20,24 @@ import {
   UnsupportedPatternError,
   withPatternBudget,
 } from "./linear-regexp.js";
+import { checkSchemaCost } from "./schema-cost.js";
 import { formatSchemaErrors, showValue } from "./schema-errors.js";
 import { findEndlessReference } from "./endless-references.js";
 import { isSurelyCompilable } from "./surely-compilable.js";
 import { conformsToMetaSchema } from "./surely-meta-valid.js";
 
 export type { SchemaCheck } from "./compiled-schemas.js";
+export { CheckBudgetExceededError } from "./check-budget.js";
 
 /** Most schemas compiled per generation of the compiler (about 10 KiB of heap each for 1 KiB of schema). */
 const maxCompiledSchemas = 2000;
+/**
+ * The check that lists a failed value's errors may take a quarter of the units of the check that
+ * found it failed, and 50 ms whatever the value's size: the answer is known, only its message is
+ * at stake.
+ */
+const listingShare = 4;
+const listingTimeFloorMs = 50;
 /** Most patterns remembered as accepted by the linear-time engine; forgotten all at once past it. */
 const maxAcceptedPatterns = 10_000;
 
@@ -31,6 +50,9 @@ const maxAcceptedPatterns = 10_000;
 //   would run the patterns on the native, backtracking engine at registration.
 // - validateFormats: false: `format` is an annotation (ajv-formats is not loaded).
 // - verbose: errors carry the offending value and schema, for messages that show them.
+// - allErrors: the meta-schema check lists every problem of a schema (its size is bounded). A value
+//   is checked without it, to its first error: with it, ajv tries every alternative and keeps an
+//   error for each, which a chain of references turns into millions (see newCompiler).
 const options: Options = {
   allErrors: true,
   strictSchema: true,
@@ -47,10 +69,7 @@ const options: Options = {
 // Checks schemas against the meta-schema; it never compiles an author's schema, so it never grows.
 const checker = new Ajv2020(options);
 const knownKeywords = Object.keys(checker.RULES.keywords);
-// Compilers skip ajv's own meta-schema check: every schema passes `checker` first.
-const compiled = new CompiledSchemas(maxCompiledSchemas, () =>
-  newCompiler(new Ajv2020({ ...options, validateSchema: false })),
-);
+const compiled = new CompiledSchemas(maxCompiledSchemas, newCompiler);
 /** Patterns the engine accepted, with what compiling each takes from a schema's budget. */
 const acceptedPatterns = new Map<string, number>();
 /** The compiled check of each schema object that was used, so a run does not serialise its schema. */
@@ -58,7 +77,15 @@ const slotsBySchema = new WeakMap<JsonObject, CompiledSlot>();
 
 /** A schema that cannot be compiled; the message says what to fix. */
 export class InvalidSchemaError extends Error {
-  override readonly name = "InvalidSchemaError";
+  override readonly name: string = "InvalidSchemaError";
+}
+
+/**
+ * A schema refused because checking one value against it may take more work than a check is
+ * allowed (see `checkSchemaCost`); the message names the construct, where it is, and what to change.
+ */
+export class CostlySchemaError extends InvalidSchemaError {
+  override readonly name = "CostlySchemaError";
 }
 
 /**
@@ -72,7 +99,7 @@ export class InvalidSchemaError extends Error {
  * is made of dictionaries, whose text costs more than both walks together.
  */
 export function checkSchema(schema: JsonObject): void {
-  checkMetaSchema(schema);
+  checkBeforeCompiling(schema);
   // Each step compiles the schema's patterns once at most, within one budget (see withPatternBudget).
   if (!withPatternBudget(schemaPatternBudget, () => isSurelyCompilable(schema, acceptsPattern))) {
     withPatternBudget(schemaPatternBudget, () => compiled.slot(schema, JSON.stringify(schema)));
@@ -84,17 +111,18 @@ export function checkSchema(schema: JsonObject): void {
  * {@link InvalidSchemaError} whose message says what is wrong when the schema breaks the
  * meta-schema, uses an unknown keyword (with the nearest known one), refers to a schema it does
  * not contain, or has a pattern the linear-time engine refuses; its problems are listed by
- * {@link formatSchemaErrors}, as are those of the values checked later. Schemas with the same JSON
- * text share one compiled validator.
+ * {@link formatSchemaErrors}, as are those of the values checked later. Throws a
+ * {@link CostlySchemaError} for a schema whose check of one value may take too much work (see
+ * `checkSchemaCost`). Schemas with the same JSON text share one compiled validator.
  */
 export function compileSchema(schema: JsonObject): SchemaCheck {
   const json = JSON.stringify(schema);
-  if (!compiled.has(json)) checkMetaSchema(schema);
+  if (!compiled.has(json)) checkBeforeCompiling(schema);
   slotsBySchema.set(
     schema,
     withPatternBudget(schemaPatternBudget, () => compiled.slot(schema, json)),
   );
-  return (value) => checkAgainstSchema(schema, value);
+  return (value, sizeBytes) => checkAgainstSchema(schema, value, sizeBytes);
 }
 
 /**
@@ -102,23 +130,44 @@ export function compileSchema(schema: JsonObject): SchemaCheck {
  * schema of 1 KiB, during which the event loop waits) and again after its compiled form was
  * dropped to bound memory. A schema that cannot be compiled (one a store holds that this process
  * did not check) yields a problem saying so rather than a throw.
+ *
+ * The check may take work in proportion to `sizeBytes`, the size of the value's JSON (measured
+ * when not given; see `check-budget.ts`), and throws a {@link CheckBudgetExceededError} past it:
+ * a schema accepted by {@link checkSchema} takes at most `maxUnitsPerValue` units per value at any
+ * depth, which the budget covers for most values, but its worst case over a large value may not.
  */
-export function checkAgainstSchema(schema: JsonObject, value: unknown): string[] {
+export function checkAgainstSchema(schema: JsonObject, value: unknown, sizeBytes?: number): string[] {
   let slot = slotsBySchema.get(schema);
   if (!slot?.check) {
     try {
       const json = JSON.stringify(schema);
-      if (!compiled.has(json)) checkMetaSchema(schema);
+      if (!compiled.has(json)) checkBeforeCompiling(schema);
       // Within the budget its registration was checked with (a schema from a store included).
       slot = withPatternBudget(schemaPatternBudget, () => compiled.slot(schema, json));
     } catch (error) {
       if (!(error instanceof InvalidSchemaError)) throw error;
-      const problem = `the schema cannot be used: it is not a valid JSON Schema (draft 2020-12): ${error.message}`;
+      const reason =
+        error instanceof CostlySchemaError
+          ? "it is too costly to check"
+          : "it is not a valid JSON Schema (draft 2020-12)";
+      const problem = `the schema cannot be used: ${reason}: ${error.message}`;
       slot = { check: () => [problem] };
     }
     slotsBySchema.set(schema, slot);
   }
-  return (slot.check as SchemaCheck)(value);
+  return (slot.check as SchemaCheck)(value, sizeBytes);
+}
+
+/**
+ * Throws an {@link InvalidSchemaError} when `schema` cannot be checked against (see
+ * {@link checkMetaSchema}), and a {@link CostlySchemaError} when checking a value against it may
+ * take too much work (see `checkSchemaCost`, which also refuses a few constructs no check can use).
+ */
+function checkBeforeCompiling(schema: JsonObject): void {
+  checkMetaSchema(schema);
+  const problem = checkSchemaCost(schema);
+  if (problem === undefined) return;
+  throw problem.kind === "costly" ? new CostlySchemaError(problem.message) : new InvalidSchemaError(problem.message);
 }
 
 /**
@@ -147,23 +196,43 @@ function checkMetaSchema(schema: JsonObject): void {
   if (!valid) throw new InvalidSchemaError(formatSchemaErrors(checker.errors ?? []).join("; "));
 }
 
-/** The compiler of one generation: a fresh ajv instance, whose copy of each schema is not kept. */
-function newCompiler(ajv: Ajv2020): SchemaCompiler {
+/**
+ * The compiler of one generation: fresh ajv instances, whose copies of each schema are not kept.
+ * Each schema is compiled as a copy that charges the check's budget (see `withCharges`), with
+ * `enum`, `uniqueItems` and `contains` implemented here in linear time (ajv's own are quadratic in
+ * the cases their modules describe). A value is first checked to its first error, which decides;
+ * only a value that fails is checked again with every error collected (compiled on the first
+ * failure), within a quarter of the units and at most `maxListedErrors` errors: past either, the
+ * answer is the first error and "and more".
+ */
+function newCompiler(): SchemaCompiler {
+  const decider = newAjv(false, maxPendingErrors);
+  const lister = newAjv(true, maxListedErrors);
+  const isChecked = (keyword: string): boolean => decider.RULES.all[keyword] !== undefined;
   return (schema) => {
-    let validate: ValidateFunction;
-    try {
-      validate = ajv.compile(schema);
-    } catch (error) {
-      throw new InvalidSchemaError(describeCompileError(error), { cause: error });
-    } finally {
-      ajv.removeSchema(schema);
-    }
-    return (value) => {
+    const charged = withCharges(schema, isChecked);
+    const decide = compileWith(decider, charged);
+    let list: ValidateFunction | undefined;
+    return (value, sizeBytes) => {
+      const size = sizeBytes ?? jsonSize(value);
       try {
-        return validate(value) ? [] : formatSchemaErrors(validate.errors ?? []);
+        if (withCheckBudget(size, () => decide(value))) return [];
+        const first = decide.errors ?? [];
+        try {
+          const listAll = (list ??= compileWith(lister, charged));
+          const listed = withCheckBudget(size, () => listAll(value), {
+            units: checkBudgetUnits(size) / listingShare,
+            timeFloorMs: listingTimeFloorMs,
+          });
+          if (!listed) return formatSchemaErrors(listAll.errors ?? first);
+        } catch (error) {
+          if (!(error instanceof CheckBudgetExceededError || error instanceof RangeError)) throw error;
+        }
+        // The list took too long or held too many errors: the first error, and that there are others.
+        return [...formatSchemaErrors(first), "and more"];
       } catch (error) {
-        // A schema that refers to itself without end through what findEndlessReference does not
-        // follow (base URIs, dynamic references): checking recursed until the stack ran out.
+        // A schema that refers to itself without end through what the checks before compiling do
+        // not follow: checking recursed until the stack ran out.
         if (error instanceof RangeError) {
           return [
             "the value could not be checked: the schema refers to itself without end (its $id, $anchor or $dynamicRef references)",
@@ -173,6 +242,39 @@ function newCompiler(ajv: Ajv2020): SchemaCompiler {
       }
     };
   };
+}
+
+/** An ajv instance for compiling, with the keywords of this server, checked once (see `checkCharges`). */
+function newAjv(allErrors: boolean, maxErrors: number): Ajv2020 {
+  // Compilers skip ajv's own meta-schema check: every schema passes `checker` first.
+  const ajv = new Ajv2020({ ...options, allErrors, validateSchema: false });
+  for (const keyword of ["enum", "uniqueItems", "contains"]) ajv.removeKeyword(keyword);
+  // uniqueItems first: contains goes before it, as in ajv's own order.
+  for (const definition of [hashedEnum, hashedUniqueItems, itemwiseContains, chargeKeywordDefinition(maxErrors)]) {
+    ajv.addKeyword(definition);
+  }
+  checkCharges(ajv);
+  return ajv;
+}
+
+/** Compiles the charged copy of a schema; ajv keeps no copy of it. */
+function compileWith(ajv: Ajv2020, charged: JsonObject): ValidateFunction {
+  try {
+    return ajv.compile(charged);
+  } catch (error) {
+    throw new InvalidSchemaError(describeCompileError(error), { cause: error });
+  } finally {
+    ajv.removeSchema(charged);
+  }
+}
+
+/** The size of `value` as JSON, in characters (bytes for ASCII); 0 when it is not JSON. */
+function jsonSize(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** Whether the linear-time engine accepts `pattern`; remembered, since patterns repeat across tools. */

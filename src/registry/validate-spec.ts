@@ -3,7 +3,7 @@ import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { checkJsonObject, measureJsonObject, type JsonCheck } from "../json/check-json.js";
 import { showValue } from "../json/schema-errors.js";
-import { checkSchema, InvalidSchemaError } from "../json/schema-validator.js";
+import { checkSchema, CostlySchemaError, InvalidSchemaError } from "../json/schema-validator.js";
 import { maxDurationMs } from "./check-duration.js";
 import { checkSegmentName, checkToolName, quote } from "./names.js";
 import { sharedCapabilities } from "./shared-capabilities.js";
@@ -48,7 +48,9 @@ export const wireKeyNames: SpecKeyNames = {
  * Schemas are checked as strictly as compiling them would, but mostly without compiling them
  * (see `checkSchema`). Throws INVALID_ARGUMENT ("RegistrationError") naming the first problem:
  * the name, the description, the tool type, the read_only rule, or a schema (not draft 2020-12,
- * an unknown keyword, a root that refuses objects, a pattern the linear-time engine refuses).
+ * an unknown keyword, a root that refuses objects, a pattern the linear-time engine refuses, or
+ * a schema whose check of one value may take more work than a check is allowed: "is too costly to
+ * check", naming the construct and where it is).
  * Messages name fields by `keys` (default: the protobuf names). With `owned`, the spec's schemas
  * are the caller's to give away (decoded from a request) and are kept as they are, not copied.
  */
@@ -142,10 +144,9 @@ function checkSchemaField(
     return kept;
   } catch (error) {
     if (!(error instanceof InvalidSchemaError)) throw error;
-    throw registrationError(
-      name,
-      `${field} of ${quote(name)} is not a valid JSON Schema (draft 2020-12): ${error.message}`,
-    );
+    const reason =
+      error instanceof CostlySchemaError ? "is too costly to check" : "is not a valid JSON Schema (draft 2020-12)";
+    throw registrationError(name, `${field} of ${quote(name)} ${reason}: ${error.message}`);
   }
 }
 

@@ -7,7 +7,9 @@ import { sharedTimers, type ScheduledTimer } from "../async/shared-timers.js";
 import { abortReasonText } from "../errors/abort-reason.js";
 import { isDeadlineExceeded } from "../errors/deadline-exceeded.js";
 import { ErrorType } from "../errors/tool-runtime-error.js";
+import { CheckBudgetExceededError } from "../json/check-budget.js";
 import { checkJsonObject, outputChunkLimits, type JsonLimits } from "../json/check-json.js";
+import type { SchemaCheck } from "../json/compiled-schemas.js";
 import type { ProgressReport, RegisteredTool, ToolContext } from "../registry/tool-definition.js";
 import { quote } from "../registry/names.js";
 import { DeclaredFailure } from "./declared-failure.js";
@@ -216,7 +218,11 @@ class ToolExecution implements RunInfo, HandlerContextActions {
     const inputCheck = checkJsonObject(this.inputs, "inputs", this.runner.jsonLimits);
     if (!inputCheck.ok)
       return this.#ended(failed(name, ErrorType.InputValidation, inputCheck.problem, 0, this.#metadata(0)));
-    const inputProblems = tool.checkInputs?.(inputCheck.value) ?? [];
+    const inputProblems = checkWithinBudget(tool.checkInputs, inputCheck.value, inputCheck.bytes);
+    if (typeof inputProblems === "string") {
+      const details = `inputs of ${quote(name)} could not be checked against its input schema: ${inputProblems}`;
+      return this.#ended(failed(name, ErrorType.InputValidation, details, 0, this.#metadata(0)));
+    }
     if (inputProblems.length > 0) {
       const details = `inputs do not match the input schema of ${quote(name)}: ${inputProblems.join("; ")}`;
       return this.#ended(failed(name, ErrorType.InputValidation, details, 0, this.#metadata(0)));
@@ -546,7 +552,16 @@ class ToolExecution implements RunInfo, HandlerContextActions {
             this.#metadata(durationMs),
           );
         }
-        const problems = tool.checkOutput?.(outputCheck.value) ?? [];
+        const problems = checkWithinBudget(tool.checkOutput, outputCheck.value, outputCheck.bytes);
+        if (typeof problems === "string") {
+          return failed(
+            name,
+            ErrorType.OutputValidation,
+            `output of ${quote(name)} could not be checked against its output schema: ${problems}`,
+            durationMs,
+            this.#metadata(durationMs),
+          );
+        }
         if (problems.length > 0) {
           return failed(
             name,
@@ -559,6 +574,20 @@ class ToolExecution implements RunInfo, HandlerContextActions {
         return succeeded(outputCheck.value, durationMs, this.#metadata(durationMs, outputCheck.bytes));
       }
     }
+  }
+}
+
+/**
+ * The problems `check` finds in `value` (none without a schema), or why it could not finish: a
+ * check takes work in proportion to the value's size at most (see `check-budget.ts`).
+ */
+function checkWithinBudget(check: SchemaCheck | undefined, value: JsonObject, bytes: number): string[] | string {
+  if (!check) return [];
+  try {
+    return check(value, bytes);
+  } catch (error) {
+    if (error instanceof CheckBudgetExceededError) return error.message;
+    throw error;
   }
 }
 

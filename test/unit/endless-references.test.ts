@@ -98,15 +98,29 @@ describe("references findEndlessReference does not follow", () => {
     expect(checkAgainstSchema(schema, { x: 1 })).to.have.length(1);
   });
 
-  for (const schema of [
-    { $dynamicAnchor: "a", $dynamicRef: "#a" },
-    { $id: "http://example.test/r", $ref: "http://example.test/r" },
-  ] as JsonObject[]) {
-    it(`reports every value as one it cannot check, never throwing, for ${JSON.stringify(schema)}`, () => {
-      checkSchema(structuredClone(schema));
+  // Resolving base URIs and anchors as the compiler does, the analysis of a schema's cost finds
+  // these loops too (it used to be left to the compiled check, which ran out of stack).
+  const scopedLoops: [JsonObject, string][] = [
+    [{ $dynamicAnchor: "a", $dynamicRef: "#a" }, 'its "$dynamicRef": "#a"'],
+    [{ $id: "http://example.test/r", $ref: "http://example.test/r" }, 'its "$ref": "http://example.test/r"'],
+  ];
+  for (const [schema, step] of scopedLoops) {
+    it(`refuses ${JSON.stringify(schema)} at registration, and a stored copy reports every value as one it cannot check`, () => {
+      const message = `${step} leads back to a schema that checks the same value without descending into it, so checking any value would never end: refer back only from within "properties", "items" or another keyword that checks a part of the value`;
+      expect(refusal(() => checkSchema(structuredClone(schema)))).to.equal(message);
       expect(checkAgainstSchema(schema, { x: 1 })).to.deep.equal([
-        "the value could not be checked: the schema refers to itself without end (its $id, $anchor or $dynamicRef references)",
+        `the schema cannot be used: it is not a valid JSON Schema (draft 2020-12): ${message}`,
       ]);
     });
   }
 });
+
+function refusal(check: () => unknown): string {
+  try {
+    check();
+  } catch (error) {
+    expect(error).to.be.instanceOf(InvalidSchemaError);
+    return (error as Error).message;
+  }
+  throw new Error("expected an InvalidSchemaError");
+}
