@@ -39,7 +39,7 @@ describe("withCheckBudget()", () => {
   });
 
   it("stops a check whose units come slowly at its time limit, measured from its first slice of units", () => {
-    const started = process.cpuUsage();
+    const started = performance.now();
     const error = stopped(() =>
       withCheckBudget(
         0,
@@ -49,10 +49,11 @@ describe("withCheckBudget()", () => {
         { units: Number.MAX_SAFE_INTEGER },
       ),
     );
-    const used = process.cpuUsage(started);
-    const cpuMs = (used.user + used.system) / 1000;
+    // The limit is of time passed (a busy machine lends the check less of it): at least the 250 ms
+    // allowed, and not much more than a slice of units past it.
+    const elapsedMs = performance.now() - started;
     expect(error.reason).to.equal("work");
-    expect(cpuMs).to.be.within(240, 1000);
+    expect(elapsedMs).to.be.within(250, 5000);
   });
 
   it("gives each check a budget of its own, restores the outer one after, and charges nothing outside a check", () => {
