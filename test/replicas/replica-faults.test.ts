@@ -10,7 +10,12 @@ import { expectToolError } from "../support/expect-error.js";
 import type { MainProcess } from "../support/main-process.js";
 import { sharedPostgres, startPostgres, type PostgresServer } from "../support/postgres-server.js";
 import { createProtoLoaderClient } from "../support/proto-loader-client.js";
-import { replicaClients, startProxiedReplicas, type ProxiedReplicas } from "../support/proxied-replicas.js";
+import {
+  replicaClients,
+  startProxiedReplicas,
+  type ProxiedReplicas,
+  type ReplicaClients,
+} from "../support/proxied-replicas.js";
 import { pythonReplicaScenario, pythonWatchToEnd } from "../support/python-replica-client.js";
 import { startReplicas } from "../support/replica-processes.js";
 import { completedResult, kinds, startedAttempts, watchUntil } from "../support/run-watch.js";
@@ -49,6 +54,28 @@ function progressSteps(events: RunEvent[]): number[] {
 const isProgress = (event: RunEvent) => event.event.case === "progress";
 
 /**
+ * Replicas for the tests of one `describe`, each through a fault proxy of its own, on a fresh
+ * database of the shared PostgreSQL, with the replica tools and `args`: started before the tests,
+ * stopped after them. Call it in the describe's body; read its getters in hooks and tests.
+ */
+function proxiedReplicasFixture(count: number, databasePrefix: string, args: readonly string[]) {
+  let replicas: ProxiedReplicas | undefined;
+  let url = "";
+  before(async () => {
+    const postgres = await sharedPostgres();
+    url = await postgres.createDatabase(databasePrefix);
+    replicas = await startProxiedReplicas(count, url, postgres.port, ["--tools", toolsModule, ...args]);
+  });
+  after(async () => {
+    await replicas?.stop();
+  });
+  return {
+    replicas: () => replicas as ProxiedReplicas,
+    url: () => url,
+  };
+}
+
+/**
  * A run's events as the database holds them, read directly: each row's sequence and the sequence
  * of the event it holds, and the run's `last_sequence`.
  */
@@ -79,25 +106,15 @@ async function storedEvents(url: string, id: string) {
 
 describe("Replicas under faults: a connection cut in the middle of a transaction", function () {
   this.timeout(120_000);
+  const fixture = proxiedReplicasFixture(2, "cut", ["--replica-lease-ms", "1000"]);
   let replicas: ProxiedReplicas;
 
-  before(async () => {
-    const postgres = await sharedPostgres();
-    const url = await postgres.createDatabase("cut");
-    replicas = await startProxiedReplicas(2, url, postgres.port, [
-      "--tools",
-      toolsModule,
-      "--replica-lease-ms",
-      "1000",
-    ]);
-  });
-
-  after(async () => {
-    await replicas?.stop();
+  before(() => {
+    replicas = fixture.replicas();
   });
 
   it("answers UNAVAILABLE for a registration whose transaction lost its connection, keeps running, and commits the next", async () => {
-    const [a] = replicas.clients as [ReturnType<typeof replicaClients>];
+    const [a] = replicas.clients as [ReplicaClients];
     const cut = replicas.proxies[0]!.dropAnswerTo("FROM toolruntime.registries WHERE name = $1 FOR UPDATE");
     await expectToolError(
       a.registry.registerTool({ spec: { name: "faults.cut_registration" } }),
@@ -113,7 +130,7 @@ describe("Replicas under faults: a connection cut in the middle of a transaction
   });
 
   it("keeps running when a sweep's transaction loses its connection", async () => {
-    const [a] = replicas.clients as [ReturnType<typeof replicaClients>];
+    const [a] = replicas.clients as [ReplicaClients];
     // Each replica sweeps every half lease: the next sweep of A loses its connection mid-transaction.
     expect(await replicas.proxies[0]!.dropAnswerTo("ORDER BY ordinal LIMIT 100 FOR UPDATE SKIP LOCKED")).to.equal(1);
     const listed = await a.executions.listExecutions({});
@@ -122,7 +139,7 @@ describe("Replicas under faults: a connection cut in the middle of a transaction
   });
 
   it("answers UNAVAILABLE for a cancel whose transaction lost its connection, keeps running, and cancels on the next try", async () => {
-    const [a, b] = replicas.clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = replicas.clients as [ReplicaClients, ReplicaClients];
     const started = await b.executions.startExecution({ toolName: "replica.writes", inputs: { interval_ms: 50 } });
     const id = started.execution!.executionId;
     await watchUntil(a, id, isProgress);
@@ -206,26 +223,17 @@ describe("Replicas under faults: PostgreSQL restarted under a registration load"
 
 describe("Replicas under faults: lost answers to a run's writes", function () {
   this.timeout(120_000);
+  const fixture = proxiedReplicasFixture(2, "lost_answers", ["--replica-lease-ms", "1000"]);
   let replicas: ProxiedReplicas;
   let url: string;
 
-  before(async () => {
-    const postgres = await sharedPostgres();
-    url = await postgres.createDatabase("lost_answers");
-    replicas = await startProxiedReplicas(2, url, postgres.port, [
-      "--tools",
-      toolsModule,
-      "--replica-lease-ms",
-      "1000",
-    ]);
-  });
-
-  after(async () => {
-    await replicas?.stop();
+  before(() => {
+    replicas = fixture.replicas();
+    url = fixture.url();
   });
 
   it("answers with the run it created, executed once, when the answer to the creation was lost", async () => {
-    const [a, b] = replicas.clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = replicas.clients as [ReplicaClients, ReplicaClients];
     const lost = replicas.proxies[0]!.dropAnswerTo("toolruntime.create_run");
     const started = await a.executions.startExecution({
       toolName: "replica.idempotent",
@@ -244,7 +252,7 @@ describe("Replicas under faults: lost answers to a run's writes", function () {
   });
 
   it("executes, once, a run whose every creation answer was lost, for the caller retrying with its key (Python grpcio)", async () => {
-    const [a, b] = replicas.clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = replicas.clients as [ReplicaClients, ReplicaClients];
     const lost = replicas.proxies[0]!.dropAnswerTo("toolruntime.create_run", 3);
     await expectToolError(
       a.executions.startExecution({
@@ -273,7 +281,7 @@ describe("Replicas under faults: lost answers to a run's writes", function () {
   });
 
   it("ends CANCELLED a run whose every creation answer was lost when it is cancelled through another replica", async () => {
-    const [a, b] = replicas.clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = replicas.clients as [ReplicaClients, ReplicaClients];
     const lost = replicas.proxies[0]!.dropAnswerTo("toolruntime.create_run", 3);
     await expectToolError(
       a.executions.startExecution({
@@ -296,7 +304,7 @@ describe("Replicas under faults: lost answers to a run's writes", function () {
   });
 
   it("stores each event once and gapless when the answers to two of a run's event flushes are lost", async () => {
-    const [a, b] = replicas.clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = replicas.clients as [ReplicaClients, ReplicaClients];
     const started = await a.executions.startExecution({
       toolName: "replica.writes",
       inputs: { interval_ms: 20, ms: 1500 },
@@ -322,28 +330,16 @@ describe("Replicas under faults: lost answers to a run's writes", function () {
 
 describe("Replicas under faults: a replica partitioned from the store past its lease", function () {
   this.timeout(120_000);
+  // A lease of 2 s: the replicas that are not partitioned must not lose theirs on a loaded machine.
+  const fixture = proxiedReplicasFixture(3, "partition", ["--replica-lease-ms", "2000", "--store-timeout-ms", "1500"]);
   let replicas: ProxiedReplicas;
 
-  before(async () => {
-    const postgres = await sharedPostgres();
-    const url = await postgres.createDatabase("partition");
-    // A lease of 2 s: the replicas that are not partitioned must not lose theirs on a loaded machine.
-    replicas = await startProxiedReplicas(3, url, postgres.port, [
-      "--tools",
-      toolsModule,
-      "--replica-lease-ms",
-      "2000",
-      "--store-timeout-ms",
-      "1500",
-    ]);
-  });
-
-  after(async () => {
-    await replicas?.stop();
+  before(() => {
+    replicas = fixture.replicas();
   });
 
   it("answers UNAVAILABLE rather than from memory, commits nothing sent before the heal, and agrees with the store after it", async () => {
-    const [a, b] = replicas.clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = replicas.clients as [ReplicaClients, ReplicaClients];
     const proxy = replicas.proxies[0]!;
     const writes = (await a.executions.startExecution({ toolName: "replica.writes", inputs: { interval_ms: 50 } }))
       .execution!.executionId;
@@ -445,10 +441,7 @@ describe("Replicas under faults: handlers that block the event loop", function (
       "--replica-lease-ms",
       "1000",
     ]);
-    const [a, b] = replicas.grpcAddresses.map(replicaClients) as [
-      ReturnType<typeof replicaClients>,
-      ReturnType<typeof replicaClients>,
-    ];
+    const [a, b] = replicas.grpcAddresses.map(replicaClients) as [ReplicaClients, ReplicaClients];
     try {
       const writes = (
         await a.executions.startExecution({ toolName: "replica.writes", inputs: { interval_ms: 50, ms: 4000 } })
@@ -482,7 +475,7 @@ describe("Replicas under faults: handlers that block the event loop", function (
       "1500",
     ]);
     const clients = replicas.grpcAddresses.map(replicaClients);
-    const [a, b] = clients as [ReturnType<typeof replicaClients>, ReturnType<typeof replicaClients>];
+    const [a, b] = clients as [ReplicaClients, ReplicaClients];
     try {
       const id = (await a.executions.startExecution({ toolName: "replica.stall", inputs: { ms: 5000 } })).execution!
         .executionId;
