@@ -8,9 +8,10 @@ import { quote } from "../registry/names.js";
 import type { RunRequest, SlotRequest, StoredRun } from "../stores/run-store.js";
 import type { StoreCall } from "../stores/store-call.js";
 import type { Ticket } from "./admission.js";
-import { ExecutionRecord, type Decision } from "./execution-record.js";
+import { ExecutionRecord, type Decision, type ExecutionRecordInit } from "./execution-record.js";
 import {
   ExecutionManager,
+  type CheckedStart,
   type ExecutionManagerOptions,
   type StartOutcome,
   type StartRequest,
@@ -51,6 +52,8 @@ export interface SharedExecutionHooks {
  */
 export class SharedExecutionManager extends ExecutionManager {
   readonly shared: SharedRuns;
+  /** Runs stored once (see startRun): nothing is stored before their handler starts. */
+  readonly #storedOnce = new WeakSet<ExecutionRecord>();
 
   constructor(
     options: ExecutionManagerOptions,
@@ -73,15 +76,59 @@ export class SharedExecutionManager extends ExecutionManager {
     });
   }
 
+  /**
+   * Starts a run. A run this replica executes, of a tool without approval or a limit of its own,
+   * takes a slot of this replica's block (no statement, no lock); the others are admitted in the
+   * store as they are created, so a full queue is the caller's status code and creates nothing
+   * (a claimer admits the runs it claims). A run whose caller waits for its result, of a tool that
+   * may safely run again (read_only or idempotent), without an idempotency key, is stored once: its
+   * first write creates it, at its end (creation, start and end in one write) or after the flush
+   * window while it goes on; its handler starts before anything is stored, and the caller is
+   * answered once its end is. Every other run is created before it is acknowledged, and a
+   * `writes` tool's attempt is stored before its handler runs.
+   */
   override async startRun(request: StartRequest): Promise<StartOutcome> {
     const { prepared, spec, retry, key } = this.checkStart(request, true);
-    const name = spec.name;
     const store = this.shared.store;
     const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
-    // Without approval, a run this replica executes is admitted as it is created, so a full queue
-    // is the caller's status code and creates nothing. A claimer admits the others.
-    const slot = prepared && !needsApproval ? this.#slotRequest(spec.maxConcurrency) : undefined;
+    const retrySafe = (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false;
+    const fromBlock = prepared !== undefined && !needsApproval && spec.maxConcurrency === 0;
+    const blockTicket = fromBlock ? (this.shared.block.take() ?? (await this.shared.block.afterGrowth())) : undefined;
     const init = newRecordInit(request, spec, key, this.eventLimits, 0);
+    if (blockTicket && prepared && request.awaitsResult && retrySafe && key === "") {
+      const record = new ExecutionRecord(init);
+      this.store.add(record);
+      this.#storedOnce.add(record);
+      const creation = {
+        id: init.id,
+        execution: record.toProto(),
+        request: toRunRequest(request),
+        retrySafe,
+        owner: store.replicaId,
+      };
+      this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0, creation);
+      this.launch(record, request, prepared, retry, blockTicket);
+      return { record, deduplicated: false };
+    }
+    try {
+      return await this.#createThenStart(request, { prepared, spec, retry, key }, init, retrySafe, blockTicket);
+    } catch (error) {
+      blockTicket?.release();
+      throw error;
+    }
+  }
+
+  /** Starts a run created in the store first (see startRun). */
+  async #createThenStart(
+    request: StartRequest,
+    { prepared, spec, retry, key }: CheckedStart,
+    init: ExecutionRecordInit,
+    retrySafe: boolean,
+    blockTicket: Ticket | undefined,
+  ): Promise<StartOutcome> {
+    const store = this.shared.store;
+    const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
+    const slot = prepared && !needsApproval && !blockTicket ? this.#slotRequest(spec.maxConcurrency) : undefined;
     const draft = new ExecutionRecord(init);
     if (!prepared) draft.state = ExecutionState.QUEUED;
     const callTimeoutMs = request.deadlineMs ?? request.callTimeoutMs;
@@ -90,7 +137,7 @@ export class SharedExecutionManager extends ExecutionManager {
         id: init.id,
         execution: draft.toProto(),
         request: toRunRequest(request),
-        retrySafe: (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false,
+        retrySafe,
         owner: prepared ? store.replicaId : undefined,
       },
       key,
@@ -98,14 +145,15 @@ export class SharedExecutionManager extends ExecutionManager {
       storeCall(callTimeoutMs),
     );
     if ("existing" in created) {
-      checkSameInputs(created.existing.execution.inputsDigest, created.existing.id, request, key, name);
+      blockTicket?.release();
+      checkSameInputs(created.existing.execution.inputsDigest, created.existing.id, request, key, spec.name);
       return { record: await this.getRun(created.existing.id), deduplicated: true };
     }
     if (!prepared) return { record: await this.getRun(init.id), deduplicated: false };
     const record = new ExecutionRecord(withOrdinal(init, created.ordinal));
     this.store.add(record);
     this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0);
-    const ticket = created.slot ? this.shared.ticket(record.id, created.slot) : undefined;
+    const ticket = blockTicket ?? (created.slot ? this.shared.ticket(record.id, created.slot) : undefined);
     this.launch(record, request, prepared, retry, ticket);
     return { record, deduplicated: false };
   }
@@ -128,6 +176,8 @@ export class SharedExecutionManager extends ExecutionManager {
     const pageSize = resolvePageSize(query.pageSize);
     let before = decodeToken(query.pageToken);
     const records: ExecutionRecord[] = [];
+    /** Each listed record's position in the store (a run stored once learns its own only there). */
+    const ordinals = new Map<ExecutionRecord, number>();
     // Reads past the page by one match, to know whether another page follows.
     for (;;) {
       const batch = await this.shared.store.list({
@@ -138,6 +188,7 @@ export class SharedExecutionManager extends ExecutionManager {
       });
       for (const run of batch) {
         const record = this.#owned(run.id) ?? this.shared.listed(run);
+        ordinals.set(record, run.ordinal);
         if (query.include?.(record) ?? true) records.push(record);
         if (records.length > pageSize) break;
       }
@@ -147,7 +198,10 @@ export class SharedExecutionManager extends ExecutionManager {
     }
     const page = records.slice(0, pageSize);
     const tail = page.at(-1);
-    return { records: page, nextPageToken: records.length > pageSize && tail ? encodeToken(tail.init.ordinal) : "" };
+    return {
+      records: page,
+      nextPageToken: records.length > pageSize && tail ? encodeToken(ordinals.get(tail) ?? tail.init.ordinal) : "",
+    };
   }
 
   override async cancelRun(id: string, reason: string | Error, callTimeoutMs?: number): Promise<ExecutionRecord> {
@@ -226,7 +280,8 @@ export class SharedExecutionManager extends ExecutionManager {
    */
   protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {
     return async () => {
-      await record.durable();
+      // A run stored once starts before it is stored: its tool may safely run again.
+      if (!this.#storedOnce.has(record)) await record.durable();
       if (!(await this.shared.untilTrusted(this.shared.store.lease.leaseMs))) throw leaseNotTrusted(record);
       // Checked against the store meanwhile, the run may have turned out to be another replica's.
       if (this.shared.isLost(record.id)) throw leaseNotTrusted(record);

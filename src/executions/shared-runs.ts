@@ -4,10 +4,11 @@ import type { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { NextFlight } from "../async/next-flight.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
-import type { RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
+import type { NewRun, RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
 import type { Ticket } from "./admission.js";
 import { ExecutionRecord, type EventLimits, type ExecutionRecordInit } from "./execution-record.js";
 import { decideLostRun } from "./replica-lost.js";
+import { SlotBlock } from "./slot-block.js";
 
 /** Timing of a replica's part in shared runs. */
 export interface SharedRunsOptions {
@@ -47,6 +48,8 @@ const maxLost = 10_000;
  */
 export class SharedRuns {
   readonly store: RunStore;
+  /** This replica's block of the cluster's admission slots (see SlotBlock). */
+  readonly block: SlotBlock;
   readonly #host: SharedRunsHost;
   readonly #flushWindowMs: number;
   readonly #mirrors = new Map<string, ExecutionRecord>();
@@ -82,6 +85,12 @@ export class SharedRuns {
     this.#claiming = new NextFlight(() => this.#claim());
     this.#controlling = new NextFlight(() => this.#applyControl());
     this.#reconciling = new NextFlight(() => this.#reconcile());
+    this.block = new SlotBlock({
+      store: this.store,
+      maxConcurrent: host.maxConcurrent,
+      trusted: () => this.trusted(),
+      logger: host.logger,
+    });
     const lease = this.store.lease;
     // Losses of the lease before this replica held any run lose nothing.
     this.#reconciledLosses = lease.losses();
@@ -104,6 +113,7 @@ export class SharedRuns {
     this.store.onControl(() => void this.#controlling.run().catch(report("control")));
     this.#every(pollMs, () => {
       if (this.#waiting.size > 0) this.store.dispatch(host.maxConcurrent).catch(report("dispatch"));
+      this.block.tick().catch(report("slot block resize"));
       for (const [id, mirror] of this.#mirrors) if (mirror.isLive) this.#refresh(id).catch(report("refresh"));
       void this.#claiming.run().catch(report("claim"));
       void this.#controlling.run().catch(report("control"));
@@ -120,10 +130,12 @@ export class SharedRuns {
    * Persists a run this replica owns: each change is written within the flush window (the end at
    * once), one transaction and one doorbell per flush, under `fence`. A refused write means another
    * replica took the run (this one was cut off past its lease): the local run is then cancelled and
-   * writes nothing more.
+   * writes nothing more. With `creation`, the run is not in the store yet: its first write creates
+   * it (a run stored once; see SharedExecutionManager.startRun).
    */
-  persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number): void {
+  persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number, creation?: NewRun): void {
     this.#held.set(record.id, fence);
+    let uncreated = creation;
     let flushed = alreadyStored;
     let flushedState: ExecutionState | undefined;
     let fenced = false;
@@ -137,7 +149,8 @@ export class SharedRuns {
         const events = record.events.slice(flushed);
         // Nothing new since the last write (a state change always comes with an event but one).
         if (events.length === 0 && record.state === flushedState) return;
-        const written = await this.store.flush(fence, events, record.toProto());
+        const written = await this.store.flush(fence, events, record.toProto(), uncreated);
+        uncreated = undefined;
         if (!written) {
           fenced = true;
           this.#lose(record);
@@ -278,6 +291,7 @@ export class SharedRuns {
   /** Stops the loops (the store set closes the store itself). */
   close(): void {
     this.#closed = true;
+    this.block.close();
     for (const timer of this.#timers) clearInterval(timer);
   }
 

@@ -54,11 +54,17 @@ export function createRunnerService(
     if (runners.registry.get(toolName)?.spec.capabilities?.unsafe) ensureAllowed(caller, "execute_unsafe", toolName);
   };
 
-  /** ExecuteTool with a shared store: the tools and the activation are brought up to date first. */
+  /**
+   * ExecuteTool with a shared store: the tools and the activation are brought up to date first,
+   * without a round trip when this replica's views are known to be current and hold the tool
+   * (see ToolStore.currentView and the activation store); a tool or an activation not found here
+   * is always looked up in the store, so one added through any replica runs everywhere at once.
+   */
   const executeToolShared = async (request: ExecuteToolRequest, context: HandlerContext) => {
-    await syncTools();
+    if (store.currentView("")?.get(request.toolName) === undefined) await syncTools();
     authorizeExecution(request.toolName, context);
-    await activations.sync(request.runner, request.toolName);
+    const syncing = activations.sync(request.runner, request.toolName);
+    if (syncing) await syncing;
     return executeResponse(await executions.startRun(executeRequest(request, context)), context);
   };
   const executeRequest = (request: ExecuteToolRequest, context: HandlerContext): StartRequest => ({

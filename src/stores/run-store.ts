@@ -72,6 +72,12 @@ export interface SlotOutcome {
   readonly position: number;
 }
 
+/** A replica's block of admission slots, and how many runs wait in the cluster's queue. */
+export interface SlotBlockSize {
+  readonly slots: number;
+  readonly waiting: number;
+}
+
 /** A decision on a run awaiting approval, as stored. */
 export interface StoredDecision {
   readonly approved: boolean;
@@ -141,12 +147,23 @@ export interface RunStore {
   held(ids: readonly string[]): Promise<string[]>;
 
   /**
+   * Sets this replica's block of admission slots to `wanted` (see {@link SlotBlockSize}): slots it
+   * hands to runs of tools without a limit of their own, locally, with no statement per run. A
+   * block counts against the cluster's `maxConcurrent` while this replica's lease holds and goes
+   * with it. Shrinking always succeeds (and lets waiting runs in); growing takes only free slots,
+   * and none while runs wait in the cluster's queue, which go first.
+   */
+  resizeSlotBlock(wanted: number, maxConcurrent: number): Promise<SlotBlockSize>;
+
+  /**
    * Writes the owner's new events and the record as it is now; resolves false, writing nothing,
    * when the fence no longer holds (another replica took the run) or the owner's lease expired.
    * Each event is stored under its own sequence number, once: a flush retried after an ambiguous
-   * failure (its events and more) stores each event once and leaves no gap.
+   * failure (its events and more) stores each event once and leaves no gap. With `creation`, the
+   * first flush of a run stored once (see NewRun) creates it, owned by `fence.owner` at epoch 1,
+   * without an idempotency key: a retried creation creates it once.
    */
-  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution): Promise<boolean>;
+  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution, creation?: NewRun): Promise<boolean>;
 
   get(id: string): Promise<StoredRun | undefined>;
   /** Events of a run after `afterSequence`, in order. */
@@ -198,6 +215,8 @@ export interface RunStore {
   onClaimable(listener: () => void): void;
   /** Calls `listener` when a cancellation or decision may wait for a run this replica owns. */
   onControl(listener: () => void): void;
+  /** Calls `listener` when a run joined the cluster's admission queue (blocks then give back free slots). */
+  onQueued(listener: () => void): void;
 
   close(): Promise<void>;
 }

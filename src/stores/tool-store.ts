@@ -71,6 +71,15 @@ export interface ToolStore {
   view(registryName: string): MaybePromise<ToolRegistry | undefined>;
 
   /**
+   * This process's view of registry `registryName` when it is known to be up to date without
+   * asking the store, else undefined (then call {@link view}). The memory store's views always
+   * are; a shared store's while its doorbell delivers and the view applied every change it rang
+   * for, so a change made through another replica is seen within a notification's delivery. Runs
+   * use it to start without a round trip when the tool is found; reads use {@link view}.
+   */
+  currentView(registryName: string): ToolRegistry | undefined;
+
+  /**
    * The view to watch under that name: as {@link view}, but a registry that no longer holds tools
    * is brought back (at its last version) so that a watcher resuming from a version continues.
    * NOT_FOUND for a registry that never existed.

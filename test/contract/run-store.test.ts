@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { expect } from "chai";
 import { randomUUID } from "node:crypto";
 import { ExecutionSchema, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import { ToolRuntimeError } from "../../src/errors/tool-runtime-error.js";
 import { decideLostRun } from "../../src/executions/replica-lost.js";
 import { openDoorbell, type Doorbell } from "../../src/stores/postgres/doorbell.js";
@@ -29,6 +30,11 @@ function newRun(tool: string, owner: string | undefined, retrySafe = false): New
     retrySafe,
     owner,
   };
+}
+
+/** A heartbeat event under `sequence`. */
+function heartbeat(sequence: number): RunEvent {
+  return create(RunEventSchema, { sequence: BigInt(sequence), event: { case: "heartbeat", value: {} } });
 }
 
 /** Opens one replica's run store on the shared state of a test; `close` releases what it holds. */
@@ -176,5 +182,62 @@ for (const implementation of implementations)
       expect(refused).to.have.property("code", "RESOURCE_EXHAUSTED");
       await b.release(runs[0]!.id, 3);
       expect(await a.held(runs.slice(3).map((run) => run.id))).to.deep.equal([runs[3]!.id]);
+    });
+
+    it("counts slot blocks as held: growth takes only free slots and none while runs wait; a shrink lets them in", async () => {
+      const [a, b] = [await replica(), await replica()];
+      const slot = { toolLimit: 0, maxConcurrent: 4, maxQueued: 10 };
+      expect(await a.resizeSlotBlock(3, 4)).to.deep.equal({ slots: 3, waiting: 0 });
+      // One slot is left for the cluster: B's block gets it, not the two it asks for.
+      expect(await b.resizeSlotBlock(2, 4)).to.deep.equal({ slots: 1, waiting: 0 });
+      const queued = newRun("block.tool", b.replicaId);
+      const outcome = await b.create(queued, "", slot);
+      expect("slot" in outcome && outcome.slot?.slot).to.equal("waiting");
+      // A run waits: no block grows, not even into a slot that shrinking just freed.
+      expect(await b.resizeSlotBlock(0, 4)).to.deep.equal({ slots: 0, waiting: 1 });
+      expect(await a.held([queued.id])).to.deep.equal([queued.id]);
+      expect(await a.resizeSlotBlock(4, 4)).to.deep.equal({ slots: 3, waiting: 0 });
+      // Shrinking lets the waiting run in: A gives one back while one waits.
+      const second = newRun("block.tool", b.replicaId);
+      expect("slot" in (await b.create(second, "", slot)) ? "created" : "existing").to.equal("created");
+      expect(await a.held([second.id])).to.deep.equal([]);
+      expect(await a.resizeSlotBlock(2, 4)).to.deep.equal({ slots: 2, waiting: 1 });
+      expect(await a.held([second.id])).to.deep.equal([second.id]);
+    });
+
+    it("frees a replica's slot block when the replica leaves (its lease ends): the slots are free again for others", async () => {
+      const [lost, survivor] = [await replica(300), await replica()];
+      expect((await lost.resizeSlotBlock(4, 4)).slots).to.equal(4);
+      expect((await survivor.resizeSlotBlock(1, 4)).slots).to.equal(0);
+      await lost.close(); // its lease ends now
+      expect((await survivor.resizeSlotBlock(4, 4)).slots).to.equal(4);
+    });
+
+    it("creates a run stored once with its first flush: once under retries, owned and fenced, refused without a lease", async () => {
+      const [a, b] = [await replica(), await replica()];
+      const run = newRun("once.tool", a.replicaId, true);
+      const ended = create(ExecutionSchema, { ...run.execution, state: ExecutionState.SUCCEEDED, attempts: 1 });
+      const events = [heartbeat(1), heartbeat(2)];
+      const fence = { id: run.id, owner: a.replicaId, epoch: 1 };
+      expect(await b.get(run.id)).to.equal(undefined);
+      expect(await a.flush(fence, events, ended, run)).to.equal(true);
+      // The same write again (its answer lost): nothing twice.
+      expect(await a.flush(fence, events, ended, run)).to.equal(true);
+      const stored = await b.get(run.id);
+      expect(stored?.owner).to.equal(a.replicaId);
+      expect(stored?.epoch).to.equal(1);
+      expect(stored?.retrySafe).to.equal(true);
+      expect(stored?.execution.state).to.equal(ExecutionState.SUCCEEDED);
+      expect(stored?.request.toolName).to.equal("once.tool");
+      expect((await b.events(run.id, 0)).map((event) => Number(event.sequence))).to.deep.equal([1, 2]);
+      const listed = await b.list({ toolName: "once.tool", state: 0, beforeOrdinal: Infinity, limit: 10 });
+      expect(listed.map((each) => each.id)).to.deep.equal([run.id]);
+      // Another replica cannot create or write it under the owner's fence.
+      expect(await b.flush({ ...fence, owner: b.replicaId }, [], ended, run)).to.equal(false);
+      // Without a lease, nothing is created.
+      const late = newRun("once.tool", a.replicaId, true);
+      await a.close();
+      expect(await b.flush({ id: late.id, owner: a.replicaId, epoch: 1 }, [], ended, late)).to.equal(false);
+      expect(await b.get(late.id)).to.equal(undefined);
     });
   });

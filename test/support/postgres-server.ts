@@ -37,12 +37,13 @@ const maxPortAttempts = 5;
 /**
  * Starts a private PostgreSQL server for tests: initdb in a new temporary directory, then pg_ctl on
  * a free port of 127.0.0.1, with durability off (fsync, synchronous_commit, full_page_writes) since
- * the data is thrown away. Runs the programs as the `postgres` user when root. Never uses a server
+ * the data is thrown away, unless `durable` (benchmarks: commits cost what they cost in production). Runs the programs as the `postgres` user when root. Never uses a server
  * the machine already runs. The server is also stopped when the process exits without `stop()`.
  * Rejects when no PostgreSQL is installed (naming the Debian package) or the server fails to start
  * (with its log).
  */
-export async function startPostgres(): Promise<PostgresServer> {
+export async function startPostgres(options: { durable?: boolean } = {}): Promise<PostgresServer> {
+  const durable = options.durable ?? false;
   const binDir = findPostgresBinDir();
   const directory = await mkdtemp(join(tmpdir(), "toolruntime-pg-"));
   let port: number;
@@ -51,7 +52,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     // C.UTF-8: the same collation and character classes whatever the caller's LANG.
     const initdb = ["-D", directory, "-A", "trust", "--no-sync", "-U", "postgres", "--encoding=UTF8"];
     await runPostgresProgram(binDir, "initdb", [...initdb, "--locale=C.UTF-8"], directory);
-    port = await startOnFreePort(binDir, directory, freeLoopbackPort);
+    port = await startOnFreePort(binDir, directory, freeLoopbackPort, durable);
   } catch (error) {
     // A half-started server must not outlive the failure; pg_ctl stop fails harmlessly if none runs.
     runPostgresProgramSync(binDir, "pg_ctl", ["-D", directory, "-m", "immediate", "stop"], directory);
@@ -92,7 +93,7 @@ export async function startPostgres(): Promise<PostgresServer> {
       await runPostgresProgram(binDir, "pg_ctl", ["-w", "-D", directory, "-m", "fast", "stop"], directory);
     },
     async resume() {
-      await startOnFreePort(binDir, directory, () => Promise.resolve(port), 1);
+      await startOnFreePort(binDir, directory, () => Promise.resolve(port), durable, 1);
     },
     stop() {
       stopped ??= (async () => {
@@ -116,6 +117,7 @@ async function startOnFreePort(
   binDir: string,
   directory: string,
   nextPort: () => Promise<number>,
+  durable: boolean,
   attempts = maxPortAttempts,
 ): Promise<number> {
   const log = join(directory, "log");
@@ -131,9 +133,7 @@ async function startOnFreePort(
       // The socket goes in the private directory, not /var/run/postgresql where a system server's is.
       `-k ${directory}`,
       "-c listen_addresses=127.0.0.1",
-      "-c fsync=off",
-      "-c synchronous_commit=off",
-      "-c full_page_writes=off",
+      ...(durable ? [] : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
       "-c max_connections=300",
     ].join(" ");
     try {

@@ -41,14 +41,27 @@ export class MemoryRunHub {
   readonly rows = new Map<string, Row>();
   readonly keys = new Map<string, string>();
   readonly leases = new Map<string, number>();
+  /** Each replica's block of admission slots (see RunStore.resizeSlotBlock). */
+  readonly blocks = new Map<string, number>();
   readonly runListeners = new Set<(id: string) => void>();
   readonly claimListeners = new Set<() => void>();
+  readonly queueListeners = new Set<() => void>();
   readonly controlListeners = new Map<string, Set<() => void>>();
   ordinal = 0;
 
   /** Live rows, oldest first. */
   live(): Row[] {
     return [...this.rows.values()].filter(isLive);
+  }
+
+  /** Slots held in the blocks of replicas whose lease holds, but `except`'s. */
+  blockSlots(except?: string): number {
+    let total = 0;
+    const now = Date.now();
+    for (const [replica, slots] of this.blocks) {
+      if (replica !== except && (this.leases.get(replica) ?? 0) > now) total += slots;
+    }
+    return total;
   }
 }
 
@@ -68,7 +81,11 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
   const renewal = setInterval(
     () => {
       const now = Date.now();
-      if ((hub.leases.get(replicaId) ?? 0) <= now) losses += 1;
+      if ((hub.leases.get(replicaId) ?? 0) <= now) {
+        losses += 1;
+        // The block went with the lease (see the PostgreSQL store's lease keeper).
+        hub.blocks.delete(replicaId);
+      }
       hub.leases.set(replicaId, now + leaseMs);
       validUntil = now + leaseMs;
     },
@@ -105,7 +122,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
     const waiting = others.filter((each) => each.slot === "waiting");
     const tool = row.execution.toolName;
     const fits =
-      held.length < slot.maxConcurrent &&
+      held.length + hub.blockSlots() < slot.maxConcurrent &&
       (slot.toolLimit === 0 || held.filter((each) => each.execution.toolName === tool).length < slot.toolLimit) &&
       !waiting.some((each) => each.execution.toolName === tool);
     row.toolLimit = slot.toolLimit;
@@ -123,12 +140,13 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       );
     }
     row.slot = "waiting";
+    hub.queueListeners.forEach((listener) => listener());
     return { slot: "waiting", position: waiting.length };
   };
 
   const dispatch = (maxConcurrent: number): void => {
     const live = hub.live();
-    let total = live.filter((row) => row.slot === "held").length;
+    let total = live.filter((row) => row.slot === "held").length + hub.blockSlots();
     for (const row of live.filter((each) => each.slot === "waiting").sort((a, b) => a.ordinal - b.ordinal)) {
       if (total >= maxConcurrent) break;
       const tool = row.execution.toolName;
@@ -225,7 +243,38 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
 
     held: (ids) => Promise.resolve(ids.filter((id) => hub.rows.get(id)?.slot === "held")),
 
-    flush(fence, events, execution) {
+    resizeSlotBlock(wanted, maxConcurrent) {
+      const current = hub.blocks.get(replicaId) ?? 0;
+      const waiting = hub.live().filter((row) => row.slot === "waiting").length;
+      let slots = wanted;
+      if (wanted > current) {
+        const free = maxConcurrent - hub.live().filter((row) => row.slot === "held").length - hub.blockSlots(replicaId);
+        slots = waiting > 0 ? current : Math.max(current, Math.min(wanted, free));
+      }
+      hub.blocks.set(replicaId, slots);
+      if (slots < current && waiting > 0) dispatch(maxConcurrent);
+      return Promise.resolve({ slots, waiting });
+    },
+
+    flush(fence, events, execution, creation) {
+      if (creation && !hub.rows.has(fence.id) && (hub.leases.get(fence.owner) ?? 0) > Date.now()) {
+        hub.rows.set(fence.id, {
+          id: fence.id,
+          ordinal: ++hub.ordinal,
+          key: "",
+          retrySafe: creation.retrySafe,
+          request: creation.request,
+          execution,
+          owner: fence.owner,
+          epoch: 1,
+          events: [],
+          cancelReason: undefined,
+          decision: undefined,
+          slot: "none",
+          toolLimit: 0,
+          finishedAt: undefined,
+        });
+      }
       const row = hub.rows.get(fence.id);
       if (!row || row.owner !== fence.owner || row.epoch !== fence.epoch) return Promise.resolve(false);
       if ((hub.leases.get(fence.owner) ?? 0) <= Date.now()) return Promise.resolve(false);
@@ -343,9 +392,14 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       hub.controlListeners.set(replicaId, set);
     },
 
+    onQueued(listener) {
+      hub.queueListeners.add(listener);
+    },
+
     close() {
       clearInterval(renewal);
       hub.leases.set(replicaId, Date.now());
+      hub.blocks.delete(replicaId);
       return Promise.resolve();
     },
   };

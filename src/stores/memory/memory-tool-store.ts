@@ -41,6 +41,7 @@ export function createMemoryToolStore(registries: RegistrySet): ToolStore {
       return registries.find(registryName)?.remove(toolName, { offlineProvider: providerName }) ?? false;
     },
     view: (registryName) => registries.find(registryName),
+    currentView: (registryName) => registries.find(registryName),
     viewForWatch: (registryName) => registries.getForWatch(registryName),
     changesSince: (registry, version) => registry.changesSince(version),
     close: () => Promise.resolve(),

@@ -10,6 +10,17 @@ export interface Doorbell {
   listen(channel: string, listener: RingListener): () => void;
   /** Called after each (re)connection: notifications sent while disconnected are lost, so re-read. */
   onReconnect(listener: () => void): void;
+  /**
+   * Whether the connection is known to deliver now: a heartbeat sent on it less than
+   * {@link deliveryBoundMs} ago was answered. PostgreSQL signals a notification's listeners as its
+   * transaction commits, before the writer is answered, and hands pending notifications to a
+   * connection before it answers a query; so every notification of a commit acknowledged before
+   * that heartbeat was sent has been received. What a process holds by following the doorbell is
+   * then at most `deliveryBoundMs` behind the store, and in practice a notification's delivery.
+   */
+  delivering(): boolean;
+  /** How far behind the store a process following a delivering doorbell can be, at worst, in ms. */
+  readonly deliveryBoundMs: number;
   close(): Promise<void>;
 }
 
@@ -19,13 +30,17 @@ export interface Doorbell {
  * never what, and readers always re-read rows and also poll, so a lost notification costs latency,
  * never correctness.
  */
-export function openDoorbell(url: string): Doorbell {
+export function openDoorbell(url: string, heartbeatMs = 100): Doorbell {
   const listeners = new Map<string, Set<RingListener>>();
   const reconnectListeners: (() => void)[] = [];
   let client: pg.Client | undefined;
   let closed = false;
   let attempt = 0;
   let retryTimer: NodeJS.Timeout | undefined;
+  /** When the last answered heartbeat was sent (ms since the epoch); 0 while none since connecting. */
+  let confirmedSentAt = 0;
+  let beating = false;
+  const deliveryBoundMs = 3 * heartbeatMs;
 
   const connect = async (): Promise<void> => {
     if (closed) return;
@@ -54,6 +69,7 @@ export function openDoorbell(url: string): Doorbell {
 
   const drop = (dropped: pg.Client): void => {
     dropped.removeAllListeners("notification");
+    if (client === dropped) confirmedSentAt = 0;
     void dropped.end().catch(() => undefined);
     if (client === dropped) client = undefined;
     if (closed || retryTimer) return;
@@ -67,8 +83,29 @@ export function openDoorbell(url: string): Doorbell {
     retryTimer.unref();
   };
 
+  // Each heartbeat confirms delivery up to when it was sent (see delivering); one that is not
+  // answered within the bound drops the connection, which is then made again.
+  const heartbeat = setInterval(() => {
+    const current = client;
+    if (!current || beating) return;
+    beating = true;
+    const sentAt = Date.now();
+    current
+      .query({ text: "SELECT 1", query_timeout: deliveryBoundMs } as pg.QueryConfig)
+      .then(
+        () => {
+          if (client === current) confirmedSentAt = sentAt;
+        },
+        () => drop(current),
+      )
+      .finally(() => (beating = false));
+  }, heartbeatMs);
+  heartbeat.unref();
+
   void connect();
   return {
+    deliveryBoundMs,
+    delivering: () => client !== undefined && Date.now() - confirmedSentAt < deliveryBoundMs,
     listen(channel, listener) {
       let set = listeners.get(channel);
       if (!set) {
@@ -85,6 +122,7 @@ export function openDoorbell(url: string): Doorbell {
     async close() {
       closed = true;
       clearTimeout(retryTimer);
+      clearInterval(heartbeat);
       const current = client;
       client = undefined;
       await current?.end().catch(() => undefined);

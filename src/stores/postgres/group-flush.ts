@@ -1,7 +1,7 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
-import type { RunFence } from "../run-store.js";
+import type { NewRun, RunFence } from "../run-store.js";
 import type { Database } from "./open-database.js";
 import { query } from "./transaction.js";
 
@@ -12,6 +12,8 @@ interface PendingFlush {
   readonly fence: RunFence;
   readonly events: readonly RunEvent[];
   readonly execution: Execution;
+  /** The run, when this flush creates it (see RunStore.flush). */
+  readonly creation: NewRun | undefined;
   readonly resolve: (written: boolean) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -20,8 +22,8 @@ interface PendingFlush {
 export interface FlushedGroup {
   /** The runs whose flush was written. */
   readonly written: readonly string[];
-  /** Whether some run of the group ended (its admission slot was given back with it). */
-  readonly ended: boolean;
+  /** Whether some run of the group ended holding a slot of the store's (given back with it). */
+  readonly slotsFreed: boolean;
 }
 
 /**
@@ -49,10 +51,10 @@ export class GroupFlush {
     this.#maxLanes = maxLanes;
   }
 
-  /** Writes one run's new events and record under `fence`; see the class. */
-  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution): Promise<boolean> {
+  /** Writes one run's new events and record under `fence` (creating it with `creation`); see the class. */
+  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution, creation?: NewRun): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ fence, events, execution, resolve, reject });
+      this.#pending.push({ fence, events, execution, creation, resolve, reject });
       if (this.#lanes < this.#maxLanes) void this.#writeGroups();
     });
   }
@@ -68,11 +70,10 @@ export class GroupFlush {
       while (this.#pending.length > 0) {
         const group = this.#pending.splice(0, this.#maxGroup);
         try {
-          const written = await this.#writeRetried(group);
+          const { written, slotsFreed } = await this.#writeRetried(group);
           const ids = new Set(written);
           for (const flush of group) flush.resolve(ids.has(flush.fence.id));
-          const ended = group.some((flush) => ids.has(flush.fence.id) && !liveStates.includes(flush.execution.state));
-          this.#afterWrite({ written, ended });
+          this.#afterWrite({ written, slotsFreed });
         } catch (error) {
           for (const flush of group) flush.reject(error);
         }
@@ -86,7 +87,7 @@ export class GroupFlush {
    * Writes a group, again when the database chose it as the victim of a deadlock or a serialization
    * failure (a group's writes can be repeated with the same outcome).
    */
-  async #writeRetried(group: PendingFlush[]): Promise<string[]> {
+  async #writeRetried(group: PendingFlush[]): Promise<{ written: string[]; slotsFreed: boolean }> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#write(group);
@@ -98,21 +99,37 @@ export class GroupFlush {
   }
 
   /**
-   * One statement: the records of the runs whose fence holds (owner, epoch and a live lease),
-   * their events under their own sequence numbers (each once: a retried flush adds only what is
-   * missing), the slots of the runs that ended given back. Rows are locked in id order, as every
-   * group of every replica locks them, so two groups never wait for each other in a cycle.
+   * One statement: the runs created by their first flush (while their owner's lease holds; once,
+   * when a retried group finds them), the records of the others whose fence holds (owner, epoch
+   * and a live lease), their events under their own sequence numbers (each once: a retried flush
+   * adds only what is missing), the slots of the runs that ended given back. Rows are locked in id
+   * order, as every group of every replica locks them, so two groups never wait for each other in
+   * a cycle. A created row is not seen by the update (one snapshot): it is written whole.
    */
-  async #write(group: PendingFlush[]): Promise<string[]> {
+  async #write(group: PendingFlush[]): Promise<{ written: string[]; slotsFreed: boolean }> {
     const runs = [...group].sort((a, b) => (a.fence.id < b.fence.id ? -1 : 1));
     const events = runs.flatMap((flush) => flush.events.map((event) => ({ id: flush.fence.id, event })));
-    const { rows } = await query<{ id: string }>(
+    const creations = runs.filter((flush) => flush.creation !== undefined);
+    const { rows } = await query<{ id: string; freed: boolean }>(
       this.#database,
       `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::bytea[], $5::smallint[], $6::integer[])
                   AS t(id, owner, epoch, record, state, last_sequence)
+       ), created AS (
+         INSERT INTO toolruntime.executions
+           (id, tool_name, caller, state, live, retry_safe, record, request, owner, last_sequence, finished_at)
+         SELECT i.id, n.tool_name, n.caller, i.state, i.state = ANY($10::smallint[]), n.retry_safe, i.record,
+                n.request::jsonb, i.owner, i.last_sequence,
+                CASE WHEN i.state = ANY($10::smallint[]) THEN NULL ELSE now() END
+           FROM unnest($11::uuid[], $12::text[], $13::text[], $14::boolean[], $15::text[])
+                  AS n(id, tool_name, caller, retry_safe, request)
+           JOIN input i ON i.id = n.id
+          WHERE EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = i.owner AND r.lease_expires_at > now())
+          ORDER BY i.id
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id
        ), locked AS (
-         SELECT e.id FROM toolruntime.executions e JOIN input i ON e.id = i.id
+         SELECT e.id, e.slot FROM toolruntime.executions e JOIN input i ON e.id = i.id
           WHERE e.owner = i.owner AND e.epoch = i.epoch
             AND EXISTS (SELECT 1 FROM toolruntime.replicas r WHERE r.id = i.owner AND r.lease_expires_at > now())
           ORDER BY e.id FOR UPDATE OF e
@@ -128,11 +145,13 @@ export class GroupFlush {
        ), inserted AS (
          INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
          SELECT v.id, v.sequence, v.event FROM unnest($7::uuid[], $8::integer[], $9::bytea[]) AS v(id, sequence, event)
-          WHERE v.id IN (SELECT id FROM updated)
+          WHERE v.id IN (SELECT id FROM updated UNION ALL SELECT id FROM created)
          ON CONFLICT (execution_id, sequence) DO NOTHING
          RETURNING 1
        )
-       SELECT id::text FROM updated`,
+       SELECT u.id::text, l.slot <> 'none' AND NOT (i.state = ANY($10::smallint[])) AS freed
+         FROM updated u JOIN locked l ON l.id = u.id JOIN input i ON i.id = u.id
+       UNION ALL SELECT id::text, false FROM created`,
       [
         runs.map((flush) => flush.fence.id),
         runs.map((flush) => flush.fence.owner),
@@ -147,8 +166,13 @@ export class GroupFlush {
         events.map(({ event }) => Number(event.sequence)),
         events.map(({ event }) => Buffer.from(toBinary(RunEventSchema, event))),
         liveStates,
+        creations.map((flush) => flush.fence.id),
+        creations.map((flush) => flush.execution.toolName),
+        creations.map((flush) => flush.execution.caller),
+        creations.map((flush) => flush.creation?.retrySafe ?? false),
+        creations.map((flush) => JSON.stringify(flush.creation?.request)),
       ],
     );
-    return rows.map((row) => row.id);
+    return { written: rows.map((row) => row.id), slotsFreed: rows.some((row) => row.freed) };
   }
 }

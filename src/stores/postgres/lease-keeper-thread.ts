@@ -75,9 +75,11 @@ async function beat(): Promise<void> {
   const row = rows[0] as { renewed: boolean; db_ms: number };
   if (renew && !row.renewed) {
     // Expired (the thread was cut off, or the main thread stuck): the runs may have been taken.
-    // A new lease, and the main thread checks every run it holds before it trusts any.
+    // A new lease, and the main thread checks every run it holds before it trusts any. Its block
+    // of admission slots went with the old lease (others may have taken the slots): it is dropped.
     await client.query(
-      `INSERT INTO toolruntime.replicas (id, lease_expires_at) VALUES ($1, now() + $2::interval)
+      `WITH dropped AS (DELETE FROM toolruntime.slot_blocks WHERE replica = $1)
+       INSERT INTO toolruntime.replicas (id, lease_expires_at) VALUES ($1, now() + $2::interval)
        ON CONFLICT (id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at`,
       [data.replicaId, lease],
     );

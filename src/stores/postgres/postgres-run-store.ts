@@ -27,6 +27,7 @@ import { inTransaction, OperationTime, query, type TransactionClient } from "./t
 const runsChannel = "toolruntime_runs";
 const claimsChannel = "toolruntime_claims";
 const controlChannel = "toolruntime_control";
+const queueChannel = "toolruntime_queue";
 
 interface RunRow {
   id: string;
@@ -84,9 +85,9 @@ export async function createPostgresRunStore(
   });
   // Group commit of the owners' writes; after each group, one ring for its runs and, when some
   // ended (their slots given back in the write), waiting runs let in.
-  const groups = new GroupFlush(database, ({ written, ended }) => {
+  const groups = new GroupFlush(database, ({ written, slotsFreed }) => {
     bell.ring(written);
-    if (ended) void dispatching.run().catch(() => undefined);
+    if (slotsFreed) void dispatching.run().catch(() => undefined);
   });
   const lease = startLeaseKeeper(database, {
     replicaId,
@@ -258,6 +259,17 @@ export async function createPostgresRunStore(
       return dispatch(limit);
     },
 
+    async resizeSlotBlock(wanted, limit) {
+      maxConcurrent = limit;
+      const { rows } = await query<{ slots: number; waiting: string }>(
+        database,
+        "SELECT slots, waiting FROM toolruntime.set_slot_block($1, $2, $3)",
+        [replicaId, wanted, limit],
+      );
+      const row = rows[0] as { slots: number; waiting: string };
+      return { slots: row.slots, waiting: Number(row.waiting) };
+    },
+
     async held(ids) {
       if (ids.length === 0) return [];
       const { rows } = await query<{ id: string }>(
@@ -268,7 +280,7 @@ export async function createPostgresRunStore(
       return rows.map((row) => row.id);
     },
 
-    flush: (fence, events, execution) => groups.flush(fence, events, execution),
+    flush: (fence, events, execution, creation) => groups.flush(fence, events, execution, creation),
 
     async get(id) {
       if (!uuidPattern.test(id)) return undefined;
@@ -390,6 +402,11 @@ export async function createPostgresRunStore(
         );
         for (const row of rows) await writeEnd(client, toStored(row), row.last_sequence, decide(toStored(row)));
         if (rows.length > 0) await client.query("SELECT toolruntime.dispatch_slots($1)", [limit]);
+        // Blocks of replicas whose lease expired no longer count; gone from the table too.
+        await client.query(
+          `DELETE FROM toolruntime.slot_blocks b WHERE NOT EXISTS
+             (SELECT 1 FROM toolruntime.replicas r WHERE r.id = b.replica AND r.lease_expires_at > now())`,
+        );
         // Replicas gone for good: no lease and no run left to them.
         await client.query(
           `DELETE FROM toolruntime.replicas r WHERE lease_expires_at < now()
@@ -444,6 +461,7 @@ export async function createPostgresRunStore(
         for (const id of ringIds(payload)) listener(id);
       }),
     onClaimable: (listener) => void doorbell.listen(claimsChannel, () => listener()),
+    onQueued: (listener) => void doorbell.listen(queueChannel, () => listener()),
     onControl: (listener) =>
       void doorbell.listen(controlChannel, (owner) => {
         if (owner === replicaId || owner === "") listener();
@@ -452,9 +470,12 @@ export async function createPostgresRunStore(
     async close() {
       await lease.close();
       // Leaving at once lets the others take this replica's remaining runs without waiting for its lease.
-      await query(database, "UPDATE toolruntime.replicas SET lease_expires_at = now() WHERE id = $1", [
-        replicaId,
-      ]).catch(() => undefined);
+      await query(
+        database,
+        `WITH dropped AS (DELETE FROM toolruntime.slot_blocks WHERE replica = $1)
+         UPDATE toolruntime.replicas SET lease_expires_at = now() WHERE id = $1`,
+        [replicaId],
+      ).catch(() => undefined);
     },
   };
 }

@@ -37,7 +37,7 @@ export async function openPostgresStoreSet(
     const tools = await createPostgresToolStore(database, registries, doorbell, runs.replicaId, options);
     return {
       tools,
-      activations: createPostgresActivationStore(database, runners),
+      activations: createPostgresActivationStore(database, runners, doorbell),
       runs: opened,
       description: database.maskedUrl,
       // The lease keeper's own connection: a pool saturated by load never reads as a lost store.

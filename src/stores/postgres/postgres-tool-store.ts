@@ -310,6 +310,7 @@ export async function createPostgresToolStore(
     },
 
     view: (registryName) => follower.sync(resolveRegistryName(registryName)),
+    currentView: (registryName) => follower.current(resolveRegistryName(registryName)),
 
     async viewForWatch(registryName) {
       const name = resolveRegistryName(registryName);

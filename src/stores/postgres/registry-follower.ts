@@ -33,16 +33,27 @@ export class RegistryFollower {
   /** Names of the registries the store was found to hold, whose views this process keeps. */
   readonly #known = new Set<string>();
   readonly #poller: NodeJS.Timeout;
+  /** Counts the rings of each registry (and reconnections, as a ring of every registry). */
+  readonly #rings = new Map<string, number>();
+  #reconnections = 0;
+  /** The rings each view has caught up with: a catch-up that began after them finished. */
+  readonly #caughtUp = new Map<string, number>();
 
   constructor(
     private readonly database: Database,
     private readonly registries: RegistrySet,
-    doorbell: Doorbell,
+    private readonly doorbell: Doorbell,
     pollIntervalMs: number,
     private readonly onError: (error: unknown) => void,
   ) {
-    doorbell.listen(toolsChannel, (registryName) => this.#refresh(registryName));
-    doorbell.onReconnect(() => this.#pollAll());
+    doorbell.listen(toolsChannel, (registryName) => {
+      this.#rings.set(registryName, (this.#rings.get(registryName) ?? 0) + 1);
+      this.#refresh(registryName);
+    });
+    doorbell.onReconnect(() => {
+      this.#reconnections += 1;
+      this.#pollAll();
+    });
     this.#poller = setInterval(() => this.#pollAll(), pollIntervalMs);
     this.#poller.unref();
   }
@@ -55,11 +66,29 @@ export class RegistryFollower {
   async sync(name: string): Promise<ToolRegistry | undefined> {
     let flight = this.#flights.get(name);
     if (!flight) {
-      flight = new NextFlight(() => this.#catchUp(name));
+      flight = new NextFlight(async () => {
+        const rings = this.#ringsOf(name);
+        await this.#catchUp(name);
+        this.#caughtUp.set(name, rings);
+      });
       this.#flights.set(name, flight);
     }
     await flight.run();
     return this.#known.has(name) ? this.registries.find(name) : undefined;
+  }
+
+  /**
+   * The view of `name` when it is known to be up to date without asking the store: the doorbell
+   * is delivering (see Doorbell.delivering) and the view caught up with every change it rang for.
+   * A change committed through another replica is then seen here within a notification's delivery.
+   */
+  current(name: string): ToolRegistry | undefined {
+    if (!this.#known.has(name) || this.#caughtUp.get(name) !== this.#ringsOf(name)) return undefined;
+    return this.doorbell.delivering() ? this.registries.find(name) : undefined;
+  }
+
+  #ringsOf(name: string): number {
+    return (this.#rings.get(name) ?? 0) + this.#reconnections;
   }
 
   /** Stops polling. */

@@ -284,4 +284,124 @@ export const migrations: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 8,
+    name: "slots leased to replicas in blocks; activations ring the doorbell",
+    sql: `
+      -- Admission slots a replica leases as a block: it admits runs of tools without a limit of
+      -- their own from its block, locally, with no statement and no lock per run. A block counts
+      -- against the cluster's limit while its replica's lease holds, and goes with the lease.
+      CREATE TABLE toolruntime.slot_blocks (
+        replica text PRIMARY KEY,
+        slots integer NOT NULL CHECK (slots >= 0)
+      );
+
+      -- The slots held in blocks by replicas whose lease holds, but p_except's.
+      CREATE FUNCTION toolruntime.block_slots(p_except text) RETURNS bigint LANGUAGE sql STABLE AS $fn$
+        SELECT coalesce(sum(b.slots), 0)::bigint
+          FROM toolruntime.slot_blocks b JOIN toolruntime.replicas r ON r.id = b.replica
+         WHERE r.lease_expires_at > now() AND b.replica IS DISTINCT FROM p_except
+      $fn$;
+
+      -- admit_run of migration 5, with the slots held in blocks counted as held; a run that joins
+      -- the queue rings the doorbell, so that replicas give back the free slots of their blocks.
+      CREATE OR REPLACE FUNCTION toolruntime.admit_run(p_id uuid, p_tool text, p_max integer, p_tool_limit integer, p_max_queued integer)
+      RETURNS TABLE (decided text, waiting bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_held bigint; v_tool_held bigint; v_waiting bigint; v_tool_waiting bigint; v_decided text;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(128009125519716);
+        SELECT count(*) FILTER (WHERE e.slot = 'held'),
+               count(*) FILTER (WHERE e.slot = 'held' AND e.tool_name = p_tool),
+               count(*) FILTER (WHERE e.slot = 'waiting'),
+               count(*) FILTER (WHERE e.slot = 'waiting' AND e.tool_name = p_tool)
+          INTO v_held, v_tool_held, v_waiting, v_tool_waiting
+          FROM toolruntime.executions e WHERE e.live AND e.slot <> 'none' AND e.id <> p_id;
+        v_held := v_held + toolruntime.block_slots(NULL);
+        IF v_held < p_max AND (p_tool_limit = 0 OR v_tool_held < p_tool_limit) AND v_tool_waiting = 0 THEN
+          v_decided := 'held';
+        ELSIF v_waiting < p_max_queued THEN
+          v_decided := 'waiting';
+        ELSE
+          RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'queue full', DETAIL = v_waiting::text;
+        END IF;
+        UPDATE toolruntime.executions SET slot = v_decided, tool_limit = p_tool_limit WHERE id = p_id;
+        IF v_decided = 'waiting' THEN
+          PERFORM pg_notify('toolruntime_queue', '');
+        END IF;
+        RETURN QUERY SELECT v_decided, v_waiting;
+      END
+      $fn$;
+
+      -- dispatch_slots of migration 5, with the slots held in blocks counted as held.
+      CREATE OR REPLACE FUNCTION toolruntime.dispatch_slots(p_max integer) RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_total bigint; v_tool bigint; v_granted integer := 0; r record;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(128009125519716);
+        SELECT count(*) + toolruntime.block_slots(NULL) INTO v_total
+          FROM toolruntime.executions WHERE live AND slot = 'held';
+        FOR r IN SELECT id, tool_name, tool_limit, owner FROM toolruntime.executions
+                  WHERE live AND slot = 'waiting' ORDER BY ordinal LOOP
+          EXIT WHEN v_total >= p_max;
+          IF r.tool_limit <> 0 THEN
+            SELECT count(*) INTO v_tool FROM toolruntime.executions
+             WHERE live AND slot = 'held' AND tool_name = r.tool_name;
+            CONTINUE WHEN v_tool >= r.tool_limit;
+          END IF;
+          UPDATE toolruntime.executions SET slot = 'held' WHERE id = r.id;
+          v_total := v_total + 1;
+          v_granted := v_granted + 1;
+          IF r.owner IS NOT NULL THEN PERFORM pg_notify('toolruntime_control', r.owner); END IF;
+        END LOOP;
+        RETURN v_granted;
+      END
+      $fn$;
+
+      -- Sets a replica's block to p_wanted slots, under the admission lock. Shrinking always
+      -- succeeds, and lets waiting runs in; growing takes only what is free, and nothing while
+      -- runs wait in the cluster's queue (they go first). Answers the block's size and how many
+      -- runs wait.
+      CREATE FUNCTION toolruntime.set_slot_block(p_replica text, p_wanted integer, p_max integer)
+      RETURNS TABLE (slots integer, waiting bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_current integer; v_waiting bigint; v_free bigint; v_slots integer;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(128009125519716);
+        SELECT b.slots INTO v_current FROM toolruntime.slot_blocks b WHERE b.replica = p_replica;
+        v_current := coalesce(v_current, 0);
+        SELECT count(*) INTO v_waiting FROM toolruntime.executions e WHERE e.live AND e.slot = 'waiting';
+        IF p_wanted <= v_current THEN
+          v_slots := p_wanted;
+        ELSIF v_waiting > 0 THEN
+          v_slots := v_current;
+        ELSE
+          SELECT p_max - count(*) - toolruntime.block_slots(p_replica) INTO v_free
+            FROM toolruntime.executions e WHERE e.live AND e.slot = 'held';
+          v_slots := greatest(v_current, least(p_wanted::bigint, v_free))::integer;
+        END IF;
+        INSERT INTO toolruntime.slot_blocks AS b (replica, slots) VALUES (p_replica, v_slots)
+          ON CONFLICT (replica) DO UPDATE SET slots = excluded.slots;
+        IF v_slots < v_current AND v_waiting > 0 THEN
+          PERFORM toolruntime.dispatch_slots(p_max);
+        END IF;
+        RETURN QUERY SELECT v_slots, v_waiting;
+      END
+      $fn$;
+
+      -- Every change of an activation rings the doorbell (payload "runner/tool"), so that replicas
+      -- answer from what they hold while nothing changed (see the activation store).
+      CREATE FUNCTION toolruntime.ring_activation() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        v_row record;
+      BEGIN
+        v_row := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+        PERFORM pg_notify('toolruntime_activations', v_row.runner || '/' || v_row.tool);
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE TRIGGER activations_ring AFTER INSERT OR UPDATE OR DELETE ON toolruntime.activations
+        FOR EACH ROW EXECUTE FUNCTION toolruntime.ring_activation();
+    `,
+  },
 ];
