@@ -7,7 +7,10 @@ import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
 import type { RunRequest, SlotRequest, StoredRun } from "../stores/run-store.js";
 import type { StoreCall } from "../stores/store-call.js";
+import type { ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
+import type { PreparedRun } from "../runner/tool-runner.js";
 import type { Ticket } from "./admission.js";
+import type { ResolvedRetryPolicy } from "./retry-policy.js";
 import { ExecutionRecord, type Decision, type ExecutionRecordInit } from "./execution-record.js";
 import {
   ExecutionManager,
@@ -52,8 +55,8 @@ export interface SharedExecutionHooks {
  */
 export class SharedExecutionManager extends ExecutionManager {
   readonly shared: SharedRuns;
-  /** Runs stored once (see startRun): nothing is stored before their handler starts. */
-  readonly #storedOnce = new WeakSet<ExecutionRecord>();
+  /** Runs of retry-safe tools started here: their handlers start without waiting for a write (see startRun). */
+  readonly #startsUnstored = new WeakSet<ExecutionRecord>();
 
   constructor(
     options: ExecutionManagerOptions,
@@ -80,42 +83,66 @@ export class SharedExecutionManager extends ExecutionManager {
    * Starts a run. A run this replica executes, of a tool without approval or a limit of its own,
    * takes a slot of this replica's block (no statement, no lock); the others are admitted in the
    * store as they are created, so a full queue is the caller's status code and creates nothing
-   * (a claimer admits the runs it claims). A run whose caller waits for its result, of a tool that
-   * may safely run again (read_only or idempotent), without an idempotency key, is stored once: its
-   * first write creates it, at its end (creation, start and end in one write) or after the flush
-   * window while it goes on; its handler starts before anything is stored, and the caller is
-   * answered once its end is. Every other run is created before it is acknowledged, and a
-   * `writes` tool's attempt is stored before its handler runs.
+   * (a claimer admits the runs it claims). Such a run without an idempotency key is created in a
+   * group write (see RunStore.flush) rather than by a statement of its own: before it is
+   * acknowledged when its caller does not wait for its result (StartExecution); by its first
+   * write otherwise (ExecuteTool, RunTool, MCP), which for a `writes` tool is its attempt's start
+   * and for a tool that may safely run again (read_only or idempotent) its end, or the flush window
+   * while it goes on (stored once: creation, start and end in one write). A `writes` tool's
+   * attempt is always stored before its handler runs; a retry-safe tool's handler starts without
+   * waiting for a write. The caller of a run is answered once its end is stored.
    */
   override async startRun(request: StartRequest): Promise<StartOutcome> {
     const { prepared, spec, retry, key } = this.checkStart(request, true);
-    const store = this.shared.store;
     const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
     const retrySafe = (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false;
     const fromBlock = prepared !== undefined && !needsApproval && spec.maxConcurrency === 0;
     const blockTicket = fromBlock ? (this.shared.block.take() ?? (await this.shared.block.afterGrowth())) : undefined;
     const init = newRecordInit(request, spec, key, this.eventLimits, 0);
-    if (blockTicket && prepared && request.awaitsResult && retrySafe && key === "") {
-      const record = new ExecutionRecord(init);
-      this.store.add(record);
-      this.#storedOnce.add(record);
-      const creation = {
-        id: init.id,
-        execution: record.toProto(),
-        request: toRunRequest(request),
-        retrySafe,
-        owner: store.replicaId,
-      };
-      this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0, creation);
-      this.launch(record, request, prepared, retry, blockTicket);
-      return { record, deduplicated: false };
-    }
     try {
+      if (blockTicket && prepared && key === "") {
+        return await this.#startInGroup(request, prepared, retry, init, retrySafe, blockTicket);
+      }
       return await this.#createThenStart(request, { prepared, spec, retry, key }, init, retrySafe, blockTicket);
     } catch (error) {
       blockTicket?.release();
       throw error;
     }
+  }
+
+  /** Starts a run created by a group write (see startRun). */
+  async #startInGroup(
+    request: StartRequest,
+    prepared: PreparedRun,
+    retry: ResolvedRetryPolicy,
+    init: ExecutionRecordInit,
+    retrySafe: boolean,
+    ticket: Ticket,
+  ): Promise<StartOutcome> {
+    const store = this.shared.store;
+    const record = new ExecutionRecord(init);
+    const fence = { id: record.id, owner: store.replicaId, epoch: 1 };
+    const creation = {
+      id: init.id,
+      execution: record.toProto(),
+      request: toRunRequest(request),
+      retrySafe,
+      owner: store.replicaId,
+    };
+    if (retrySafe) this.#startsUnstored.add(record);
+    if (request.awaitsResult) {
+      this.store.add(record);
+      this.shared.persist(record, fence, 0, creation);
+    } else {
+      const callTimeoutMs = request.deadlineMs ?? request.callTimeoutMs;
+      if (!(await store.flush(fence, [], creation.execution, creation, storeCall(callTimeoutMs)))) {
+        throw leaseNotTrusted(record);
+      }
+      this.store.add(record);
+      this.shared.persist(record, fence, 0);
+    }
+    this.launch(record, request, prepared, retry, ticket);
+    return { record, deduplicated: false };
   }
 
   /** Starts a run created in the store first (see startRun). */
@@ -151,6 +178,7 @@ export class SharedExecutionManager extends ExecutionManager {
     }
     if (!prepared) return { record: await this.getRun(init.id), deduplicated: false };
     const record = new ExecutionRecord(withOrdinal(init, created.ordinal));
+    if (retrySafe) this.#startsUnstored.add(record);
     this.store.add(record);
     this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0);
     const ticket = blockTicket ?? (created.slot ? this.shared.ticket(record.id, created.slot) : undefined);
@@ -280,8 +308,8 @@ export class SharedExecutionManager extends ExecutionManager {
    */
   protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {
     return async () => {
-      // A run stored once starts before it is stored: its tool may safely run again.
-      if (!this.#storedOnce.has(record)) await record.durable();
+      // A retry-safe tool's handler starts without waiting for a write: it may safely run again.
+      if (!this.#startsUnstored.has(record)) await record.durable();
       if (!(await this.shared.untilTrusted(this.shared.store.lease.leaseMs))) throw leaseNotTrusted(record);
       // Checked against the store meanwhile, the run may have turned out to be another replica's.
       if (this.shared.isLost(record.id)) throw leaseNotTrusted(record);
@@ -297,6 +325,15 @@ export class SharedExecutionManager extends ExecutionManager {
   #held(id: string): ExecutionRecord | undefined {
     const record = this.store.get(id);
     return record && !record.isMirror && !this.shared.isLost(id) ? record : undefined;
+  }
+
+  /** A slot for a claimed run: from this replica's block for a tool without a limit of its own, else the store's. */
+  async #admitClaimed(id: string, spec: ToolSpec): Promise<Ticket> {
+    if (spec.maxConcurrency === 0) {
+      const fromBlock = this.shared.block.take() ?? (await this.shared.block.afterGrowth());
+      if (fromBlock) return fromBlock;
+    }
+    return this.shared.ticket(id, await this.shared.store.admit(id, this.#slotRequest(spec.maxConcurrency)));
   }
 
   /** Starts here a run claimed from the store: a new one, or one taken back from a lost replica. */
@@ -325,10 +362,9 @@ export class SharedExecutionManager extends ExecutionManager {
       const prepared = request.runner.prepare(stored.toolName, { timeoutMs: stored.timeoutMs }, false);
       const spec = prepared.tool.spec;
       const approved = events.some((event) => event.event.case === "approvalDecided" && event.event.value.approved);
+      // Admitted across the cluster, as a run created here is (a full queue ends it RESOURCE_EXHAUSTED).
       const ticket =
-        spec.capabilities?.humanApprovalRequired && !approved
-          ? undefined
-          : this.admission.admit(spec.name, spec.maxConcurrency);
+        spec.capabilities?.humanApprovalRequired && !approved ? undefined : await this.#admitClaimed(run.id, spec);
       this.launch(record, request, prepared, resolveRetryPolicy(options?.retryPolicy, spec), ticket, {
         discovered: events.some((event) => event.event.case === "discovered"),
         approved,

@@ -46,6 +46,8 @@ export class SlotBlock {
   /** The lease losses the block was granted under: another loss empties it. */
   #losses: number;
   #refusedUntil = 0;
+  /** Runs waiting in afterGrowth: the next growth asks for them too. */
+  #demand = 0;
   /** Runs wait in the cluster's queue (rung, or seen by the last resize): slots go back to it. */
   #queueWaits = false;
   #resizing: Promise<unknown> = Promise.resolve();
@@ -87,20 +89,28 @@ export class SlotBlock {
    * cluster's queue.
    */
   async afterGrowth(): Promise<Ticket | undefined> {
-    const mayGrow =
-      !this.#closed &&
-      !this.#queueWaits &&
-      this.#host.trusted() &&
-      Date.now() >= this.#refusedUntil &&
-      this.#slots < this.#host.maxConcurrent;
-    if (!mayGrow) return undefined;
+    // Every run waiting for the growth counts in what it asks for; a burst larger than one growth
+    // waits for the next, as long as the store keeps granting.
+    this.#demand += 1;
     try {
-      await this.#growing.run();
+      for (;;) {
+        const mayGrow =
+          !this.#closed &&
+          !this.#queueWaits &&
+          this.#host.trusted() &&
+          Date.now() >= this.#refusedUntil &&
+          this.#slots < this.#host.maxConcurrent;
+        if (!mayGrow) return undefined;
+        await this.#growing.run();
+        const ticket = this.take();
+        if (ticket) return ticket;
+      }
     } catch (error) {
       this.#host.logger?.warn({ err: error }, "admission: the slot block could not grow; the run asks the store");
       return undefined;
+    } finally {
+      this.#demand -= 1;
     }
-    return this.take();
   }
 
   /**
@@ -154,7 +164,7 @@ export class SlotBlock {
 
   async #grow(): Promise<void> {
     const headroom = headroomOf(this.#host.maxConcurrent);
-    const wanted = Math.min(this.#host.maxConcurrent, Math.max(this.#inUse + headroom, this.#slots * 2));
+    const wanted = Math.min(this.#host.maxConcurrent, Math.max(this.#inUse + this.#demand + headroom, this.#slots * 2));
     const before = this.#slots;
     const answer = await this.#resize(wanted);
     if (answer.slots <= before) this.#refusedUntil = Date.now() + refusedBackoffMs;

@@ -160,10 +160,17 @@ export interface RunStore {
    * when the fence no longer holds (another replica took the run) or the owner's lease expired.
    * Each event is stored under its own sequence number, once: a flush retried after an ambiguous
    * failure (its events and more) stores each event once and leaves no gap. With `creation`, the
-   * first flush of a run stored once (see NewRun) creates it, owned by `fence.owner` at epoch 1,
-   * without an idempotency key: a retried creation creates it once.
+   * first flush of a run creates it, owned by `fence.owner` at epoch 1, without an idempotency key:
+   * a retried creation creates it once; with `call`'s deadline, nothing is created once it passed
+   * (rejected with DEADLINE_EXCEEDED).
    */
-  flush(fence: RunFence, events: readonly RunEvent[], execution: Execution, creation?: NewRun): Promise<boolean>;
+  flush(
+    fence: RunFence,
+    events: readonly RunEvent[],
+    execution: Execution,
+    creation?: NewRun,
+    call?: StoreCall,
+  ): Promise<boolean>;
 
   get(id: string): Promise<StoredRun | undefined>;
   /** Events of a run after `afterSequence`, in order. */

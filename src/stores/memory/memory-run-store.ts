@@ -256,7 +256,16 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       return Promise.resolve({ slots, waiting });
     },
 
-    flush(fence, events, execution, creation) {
+    flush(fence, events, execution, creation, call) {
+      if (creation && call?.deadline !== undefined && Date.now() > call.deadline && !hub.rows.has(fence.id)) {
+        return Promise.reject(
+          new ToolRuntimeError(
+            "DEADLINE_EXCEEDED",
+            ErrorType.Timeout,
+            "the call's deadline passed; nothing was written",
+          ),
+        );
+      }
       if (creation && !hub.rows.has(fence.id) && (hub.leases.get(fence.owner) ?? 0) > Date.now()) {
         hub.rows.set(fence.id, {
           id: fence.id,

@@ -41,6 +41,13 @@ export function openDoorbell(url: string, heartbeatMs = 100): Doorbell {
   let confirmedSentAt = 0;
   let beating = false;
   const deliveryBoundMs = 3 * heartbeatMs;
+  /** The connection's statements, one at a time (pg queues them, but warns of overlapping calls). */
+  let statements: Promise<unknown> = Promise.resolve();
+  const send = (on: pg.Client, config: string | pg.QueryConfig): Promise<unknown> => {
+    const sent = statements.then(() => on.query(config));
+    statements = sent.catch(() => undefined);
+    return sent;
+  };
 
   const connect = async (): Promise<void> => {
     if (closed) return;
@@ -58,7 +65,8 @@ export function openDoorbell(url: string, heartbeatMs = 100): Doorbell {
       }
       // Current before LISTEN, so a channel added meanwhile is listened to by listen() itself.
       client = next;
-      for (const channel of [...listeners.keys()]) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
+      statements = Promise.resolve();
+      for (const channel of [...listeners.keys()]) await send(next, `LISTEN ${quoteIdentifier(channel)}`);
     } catch {
       drop(next);
       return;
@@ -90,8 +98,7 @@ export function openDoorbell(url: string, heartbeatMs = 100): Doorbell {
     if (!current || beating) return;
     beating = true;
     const sentAt = Date.now();
-    current
-      .query({ text: "SELECT 1", query_timeout: deliveryBoundMs } as pg.QueryConfig)
+    send(current, { text: "SELECT 1", query_timeout: deliveryBoundMs } as pg.QueryConfig)
       .then(
         () => {
           if (client === current) confirmedSentAt = sentAt;
@@ -111,7 +118,7 @@ export function openDoorbell(url: string, heartbeatMs = 100): Doorbell {
       if (!set) {
         set = new Set();
         listeners.set(channel, set);
-        void client?.query(`LISTEN ${quoteIdentifier(channel)}`).catch(() => undefined);
+        if (client) void send(client, `LISTEN ${quoteIdentifier(channel)}`).catch(() => undefined);
       }
       set.add(listener);
       return () => set.delete(listener);

@@ -280,7 +280,7 @@ export async function createPostgresRunStore(
       return rows.map((row) => row.id);
     },
 
-    flush: (fence, events, execution, creation) => groups.flush(fence, events, execution, creation),
+    flush: (fence, events, execution, creation, call) => groups.flush(fence, events, execution, creation, call),
 
     async get(id) {
       if (!uuidPattern.test(id)) return undefined;
