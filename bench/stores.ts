@@ -156,6 +156,8 @@ function recordLoad(figures: Figures, prefix: string, load: ExecuteLoad): void {
   figures.add(`${prefix} commits`, load.commitsPerCall);
   figures.add(`${prefix} WAL syncs`, load.database?.walSync ?? Number.NaN);
   figures.add(`${prefix} PG CPU`, load.database?.postgresCpuMs ?? Number.NaN);
+  figures.add(`${prefix} lock waits`, load.lockWaitShare);
+  figures.add(`${prefix} lwlock waits`, load.lightweightLockWaitShare);
 }
 
 async function durableRound(postgres: PostgresServer, figures: Figures, round: number, workDir: string): Promise<void> {
@@ -284,6 +286,10 @@ function report(figures: Figures): void {
     ["2 replicas ÷ 1 replica (fresh, 64 in flight in all)", m("replicas 2 runs/s") / m("replicas 1 runs/s"), "≥ 1.0"],
     ["3 replicas ÷ 1 replica (fresh, 64 in flight in all)", m("replicas 3 runs/s") / m("replicas 1 runs/s"), "≥ 1.0"],
     ["runs stored as succeeded per call answered (read_only, 64)", m("durable 64 stored"), "1"],
+    ["busy backend samples waiting on a lock (read_only, 64)", m("durable 64 lock waits"), "≤ 0.05"],
+    ["busy backend samples waiting on a lock (writes, 64)", m("durable writes 64 lock waits"), "≤ 0.05"],
+    ["busy backend samples waiting on a lightweight lock (read_only, 64)", m("durable 64 lwlock waits"), ""],
+    ["busy backend samples waiting on a lock (3 replicas)", m("replicas 3 lock waits"), "≤ 0.05"],
   ];
   if (flags["baseline-main"])
     ratios.push(["in-memory ÷ the baseline build", m("memory runs/s") / m("baseline runs/s"), "≥ 0.95"]);

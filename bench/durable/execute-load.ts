@@ -41,6 +41,39 @@ export interface ExecuteLoad {
   /** With a store: commit records in the WAL per call, and the counters per call. */
   readonly commitsPerCall: number;
   readonly database: CountersPerJob | undefined;
+  /** With a store: of the busy backends sampled (every 10 ms), the share waiting on a lock, and on a lightweight lock. */
+  readonly lockWaitShare: number;
+  readonly lightweightLockWaitShare: number;
+}
+
+/**
+ * Samples what the database's busy client backends wait on, every 10 ms until `stop` resolves:
+ * how many samples were busy, waiting on a (heavyweight) lock, and on a lightweight lock.
+ */
+async function sampleWaits(url: string, stop: Promise<void>): Promise<{ busy: number; lock: number; lwlock: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const counts = { busy: 0, lock: 0, lwlock: 0 };
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  try {
+    while (!stopped) {
+      const { rows } = await client.query<{ wait_event_type: string | null }>(
+        `SELECT wait_event_type FROM pg_stat_activity
+          WHERE datname = current_database() AND state = 'active' AND backend_type = 'client backend'
+            AND pid <> pg_backend_pid()`,
+      );
+      for (const row of rows) {
+        counts.busy += 1;
+        if (row.wait_event_type === "Lock") counts.lock += 1;
+        if (row.wait_event_type === "LWLock") counts.lwlock += 1;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  } finally {
+    await client.end();
+  }
+  return counts;
 }
 
 /** Activates `tool` through `server` (ExecuteTool requires it). */
@@ -113,8 +146,11 @@ export async function loadExecute(
   const storedBefore = store ? await succeededRuns(store.url, tool.name) : 0;
   const countersBefore = store ? await readDatabaseCounters(store.url, store.dataDirectory) : undefined;
   const cpuBefore = cpu();
-  const results = await runAll(measureS);
+  let windowEnded = (): void => undefined;
+  const sampling = store ? sampleWaits(store.url, new Promise<void>((resolve) => (windowEnded = resolve))) : undefined;
+  const results = await runAll(measureS).finally(() => windowEnded());
   const cpuAfter = cpu();
+  const waits = await sampling;
   const countersAfter = store ? await readDatabaseCounters(store.url, store.dataDirectory) : undefined;
   const failed = results.reduce((sum, result) => sum + result.failed + result.non2xx, 0);
   if (failed > 0) throw new Error(`${failed} ExecuteTool calls of ${tool.name} failed under load`);
@@ -137,5 +173,7 @@ export async function loadExecute(
     storedPerCall,
     commitsPerCall,
     database,
+    lockWaitShare: waits ? waits.lock / Math.max(1, waits.busy) : Number.NaN,
+    lightweightLockWaitShare: waits ? waits.lwlock / Math.max(1, waits.busy) : Number.NaN,
   };
 }

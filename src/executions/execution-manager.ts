@@ -182,6 +182,15 @@ export class ExecutionManager {
     return this.start(request);
   }
 
+  /**
+   * Throws RESOURCE_EXHAUSTED when a new run of `_toolName` is to be refused before it costs
+   * anything: with a shared store, while this replica's writes are behind (see
+   * RunStore.checkBacklog). Never in memory. `_callTimeoutMs` is the time left before the call's deadline.
+   */
+  refuseWhenBehind(_toolName: string, _callTimeoutMs?: number): void {
+    // In memory a run writes nothing: never behind.
+  }
+
   /** The record of that id (see {@link get}); with a shared store, from any replica. */
   getRun(id: string): MaybePromise<ExecutionRecord> {
     return this.get(id);

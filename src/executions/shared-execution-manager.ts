@@ -55,7 +55,7 @@ export interface SharedExecutionHooks {
  */
 export class SharedExecutionManager extends ExecutionManager {
   readonly shared: SharedRuns;
-  /** Runs of retry-safe tools started here: their handlers start without waiting for a write (see startRun). */
+  /** Runs stored once (see startRun): their handlers start without waiting for a write. */
   readonly #startsUnstored = new WeakSet<ExecutionRecord>();
 
   constructor(
@@ -88,12 +88,14 @@ export class SharedExecutionManager extends ExecutionManager {
    * acknowledged when its caller does not wait for its result (StartExecution); by its first
    * write otherwise (ExecuteTool, RunTool, MCP), which for a `writes` tool is its attempt's start
    * and for a tool that may safely run again (read_only or idempotent) its end, or the flush window
-   * while it goes on (stored once: creation, start and end in one write). A `writes` tool's
-   * attempt is always stored before its handler runs; a retry-safe tool's handler starts without
-   * waiting for a write. The caller of a run is answered once its end is stored.
+   * while it goes on (stored once: creation, start and end in one write; its handler starts before
+   * anything is stored). Every run in the store has its attempt's start stored before its handler
+   * runs. The caller of a run is answered once its end is stored.
    */
   override async startRun(request: StartRequest): Promise<StartOutcome> {
     const { prepared, spec, retry, key } = this.checkStart(request, true);
+    // Past the store's capacity, a new run is refused before it costs anything.
+    this.refuseWhenBehind(spec.name, request.deadlineMs ?? request.callTimeoutMs);
     const needsApproval = spec.capabilities?.humanApprovalRequired ?? false;
     const retrySafe = (spec.capabilities?.idempotent || spec.capabilities?.readOnly) ?? false;
     const fromBlock = prepared !== undefined && !needsApproval && spec.maxConcurrency === 0;
@@ -129,7 +131,11 @@ export class SharedExecutionManager extends ExecutionManager {
       retrySafe,
       owner: store.replicaId,
     };
-    if (retrySafe) this.#startsUnstored.add(record);
+    // Stored once: nothing of it is in the store before its handler starts, so nothing to wait for.
+    // A run in the store has its attempt's start stored first, whatever its tool: a handler that
+    // takes its replica down at once must still count as an attempt, or it would be taken over and
+    // run again without end.
+    if (retrySafe && request.awaitsResult) this.#startsUnstored.add(record);
     if (request.awaitsResult) {
       this.store.add(record);
       this.shared.persist(record, fence, 0, creation);
@@ -178,12 +184,15 @@ export class SharedExecutionManager extends ExecutionManager {
     }
     if (!prepared) return { record: await this.getRun(init.id), deduplicated: false };
     const record = new ExecutionRecord(withOrdinal(init, created.ordinal));
-    if (retrySafe) this.#startsUnstored.add(record);
     this.store.add(record);
     this.shared.persist(record, { id: record.id, owner: store.replicaId, epoch: 1 }, 0);
     const ticket = blockTicket ?? (created.slot ? this.shared.ticket(record.id, created.slot) : undefined);
     this.launch(record, request, prepared, retry, ticket);
     return { record, deduplicated: false };
+  }
+
+  override refuseWhenBehind(toolName: string, callTimeoutMs?: number): void {
+    this.shared.store.checkBacklog(toolName, storeCall(callTimeoutMs));
   }
 
   /**
@@ -308,7 +317,7 @@ export class SharedExecutionManager extends ExecutionManager {
    */
   protected override beforeHandler(record: ExecutionRecord): () => Promise<void> {
     return async () => {
-      // A retry-safe tool's handler starts without waiting for a write: it may safely run again.
+      // A run stored once starts before anything of it is stored: its tool may safely run again.
       if (!this.#startsUnstored.has(record)) await record.durable();
       if (!(await this.shared.untilTrusted(this.shared.store.lease.leaseMs))) throw leaseNotTrusted(record);
       // Checked against the store meanwhile, the run may have turned out to be another replica's.

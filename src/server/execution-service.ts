@@ -82,6 +82,8 @@ export function createExecutionService(
   /** StartExecution with a shared store: its registry view is brought up to date, so a tool registered anywhere runs. */
   const startExecutionShared = async (request: StartExecutionRequest, context: HandlerContext) => {
     ensure(checkToolName(request.toolName));
+    // Refused before anything waits for the store when this replica's writes are behind.
+    runtime.executions.refuseWhenBehind(request.toolName, context.timeoutMs());
     // Without a round trip when the view is current and holds the tool (see ToolStore.currentView).
     if (runtime.stores.tools.currentView("")?.get(request.toolName) === undefined) await runtime.stores.tools.view("");
     return startResponse(await startRun(request, context));

@@ -61,6 +61,8 @@ export function createRunnerService(
    * is always looked up in the store, so one added through any replica runs everywhere at once.
    */
   const executeToolShared = async (request: ExecuteToolRequest, context: HandlerContext) => {
+    // Refused before anything waits for the store when this replica's writes are behind.
+    executions.refuseWhenBehind(request.toolName, context.timeoutMs());
     if (store.currentView("")?.get(request.toolName) === undefined) await syncTools();
     authorizeExecution(request.toolName, context);
     const syncing = activations.sync(request.runner, request.toolName);

@@ -147,6 +147,14 @@ export interface RunStore {
   held(ids: readonly string[]): Promise<string[]>;
 
   /**
+   * Throws RESOURCE_EXHAUSTED (naming `toolName`, with a retry delay) when this replica's writes are
+   * behind: the oldest not sent yet has waited longer than a new run may (a quarter of `call`'s
+   * time, 100 to 250 ms). Past the store's capacity a replica then refuses new runs before they
+   * cost anything, and the runs under way finish in time.
+   */
+  checkBacklog(toolName: string, call?: StoreCall): void;
+
+  /**
    * Sets this replica's block of admission slots to `wanted` (see {@link SlotBlockSize}): slots it
    * hands to runs of tools without a limit of their own, locally, with no statement per run. A
    * block counts against the cluster's `maxConcurrent` while this replica's lease holds and goes

@@ -1,11 +1,13 @@
 import { status, type Client, type ClientReadableStream, type ServiceError } from "@grpc/grpc-js";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 import { protoPath as healthProtoPath } from "grpc-health-check";
-import { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
+import { ExecutionService, ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import pg from "pg";
 import { RunEventSchema, type RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
+import { ToolErrorSchema } from "../../gen/toolruntime/v1/tool_pb.js";
 import { expectToolError } from "../support/expect-error.js";
 import type { MainProcess } from "../support/main-process.js";
 import { sharedPostgres, startPostgres, type PostgresServer } from "../support/postgres-server.js";
@@ -502,10 +504,79 @@ type HealthClient = Client & {
   Watch(request: { service: string }): ClientReadableStream<{ status: string }>;
 };
 
-describe("Replicas under faults: a pool exhausted by load", function () {
+/**
+ * `callers` callers through `client`, each starting its next run (of `replica.idempotent`, keyed
+ * when `keyed`) as soon as the last answered, until `endsAt`: the status of every call, counted.
+ */
+async function closedLoad(client: ReplicaClients, callers: number, endsAt: number, keyed: boolean) {
+  const outcomes: string[] = [];
+  let calls = 0;
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (Date.now() < endsAt) {
+        const options = keyed ? { idempotencyKey: `load-${(calls += 1)}` } : undefined;
+        try {
+          await client.executions.startExecution(
+            { toolName: "replica.idempotent", inputs: { ms: 0 }, options },
+            { timeoutMs: 3000 },
+          );
+          outcomes.push("OK");
+        } catch (error) {
+          const code = error instanceof ConnectError ? Code[error.code] : String(error);
+          if (code === "ResourceExhausted") {
+            expect((error as ConnectError).rawMessage).to.match(
+              /(connections to the store stayed busy with|writes to the store are \d+ ms behind the) work under way.*retry in \d+ ms/,
+            );
+            expect((error as ConnectError).findDetails(ToolErrorSchema)[0]?.retryAfterMs).to.be.greaterThan(0);
+          }
+          outcomes.push(code);
+        }
+      }
+    }),
+  );
+  const counts = new Map<string, number>();
+  for (const outcome of outcomes) counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
+  return counts;
+}
+
+/** Health statuses seen by a Watch of the server's health, until `stop`. */
+function watchHealth(address: string) {
+  const health = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", address) as HealthClient;
+  const statuses: string[] = [];
+  const watch = health.Watch({ service: "" });
+  watch.on("data", (message: { status: string }) => statuses.push(message.status));
+  watch.on("error", (error: ServiceError) => {
+    if (error.code !== status.CANCELLED) statuses.push(`error ${error.code}`);
+  });
+  return {
+    statuses,
+    stop: () => {
+      watch.cancel();
+      health.close();
+    },
+  };
+}
+
+/** Only OK, RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, some of the first two each; SERVING throughout. */
+async function expectShedOnly(counts: Map<string, number>, client: ReplicaClients, statuses: string[]) {
+  const seen = JSON.stringify([...counts]);
+  expect([...counts.keys()].every((code) => ["OK", "ResourceExhausted", "DeadlineExceeded"].includes(code))).to.equal(
+    true,
+    seen,
+  );
+  expect(counts.get("OK") ?? 0, seen).to.be.greaterThan(0);
+  expect(counts.get("ResourceExhausted") ?? 0, seen).to.be.greaterThan(0);
+  // Readiness follows the store, which answered throughout: never NOT_SERVING.
+  const check = await client.executions.listExecutions({ pageSize: 1 }, { timeoutMs: 10_000 });
+  expect(check.executions).to.have.length(1);
+  expect(statuses).to.include("SERVING");
+  expect(statuses.filter((each) => each !== "SERVING")).to.deep.equal([]);
+}
+
+describe("Replicas under faults: a store behind its load", function () {
   this.timeout(120_000);
 
-  it("sheds new runs with RESOURCE_EXHAUSTED and a retry delay, answers nothing INTERNAL, and stays SERVING", async () => {
+  it("sheds new keyed runs (a statement each) when the pool's connections stay busy, answers nothing INTERNAL, and stays SERVING", async () => {
     const postgres = await sharedPostgres();
     const replicas = await startReplicas(1, await postgres.createDatabase("exhausted"), [
       "--tools",
@@ -513,58 +584,61 @@ describe("Replicas under faults: a pool exhausted by load", function () {
       "--store-pool-size",
       "2",
     ]);
-    const address = replicas.grpcAddresses[0]!;
-    const client = replicaClients(address);
-    const health = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", address) as HealthClient;
-    const statuses: string[] = [];
-    const watch = health.Watch({ service: "" });
-    watch.on("data", (message: { status: string }) => statuses.push(message.status));
-    watch.on("error", (error: ServiceError) => {
-      if (error.code !== status.CANCELLED) statuses.push(`error ${error.code}`);
-    });
+    const client = replicaClients(replicas.grpcAddresses[0]!);
+    const health = watchHealth(replicas.grpcAddresses[0]!);
     try {
-      // 300 callers, each sending its next run as soon as the last answered, for 4 s: a queue for the
-      // pool's two connections that stands, not a burst that drains.
-      const outcomes: string[] = [];
-      const endsAt = Date.now() + 4000;
-      await Promise.all(
-        Array.from({ length: 300 }, async () => {
-          while (Date.now() < endsAt) {
-            try {
-              await client.executions.startExecution(
-                { toolName: "replica.idempotent", inputs: { ms: 0 } },
-                { timeoutMs: 3000 },
-              );
-              outcomes.push("OK");
-            } catch (error) {
-              const code = error instanceof ConnectError ? Code[error.code] : String(error);
-              if (code === "ResourceExhausted") {
-                expect((error as ConnectError).rawMessage).to.match(
-                  /connections to the store stayed busy with work under way.*retry in \d+ ms/,
-                );
-              }
-              outcomes.push(code);
-            }
-          }
-        }),
-      );
-      const counts = new Map<string, number>();
-      for (const outcome of outcomes) counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
-      expect(
-        [...counts.keys()].every((code) => ["OK", "ResourceExhausted", "DeadlineExceeded"].includes(code)),
-      ).to.equal(true, JSON.stringify([...counts]));
-      expect(counts.get("OK") ?? 0).to.be.greaterThan(0);
-      expect(counts.get("ResourceExhausted") ?? 0).to.be.greaterThan(0);
-      // Readiness follows the store, which answered throughout: never NOT_SERVING.
-      const check = await client.executions.listExecutions({ pageSize: 1 }, { timeoutMs: 10_000 });
-      expect(check.executions).to.have.length(1);
-      expect(statuses).to.include("SERVING");
-      expect(statuses.filter((each) => each !== "SERVING")).to.deep.equal([]);
+      // 300 callers for 4 s: a queue for the pool's two connections that stands, not a burst that drains.
+      const counts = await closedLoad(client, 300, Date.now() + 4000, true);
+      await expectShedOnly(counts, client, health.statuses);
       expectAlive(replicas.processes[0]!);
     } finally {
-      watch.cancel();
-      health.close();
+      health.stop();
       client.close();
+      await replicas.stop();
+    }
+  });
+
+  it("refuses new runs at once while the store stalls behind the runs under way, finishes those, and stays SERVING", async () => {
+    const postgres = await sharedPostgres();
+    const replicas = await startProxiedReplicas(1, await postgres.createDatabase("stalled"), postgres.port, [
+      "--tools",
+      toolsModule,
+    ]);
+    const client = replicas.clients[0]!;
+    const health = watchHealth(replicas.grpcAddresses[0]!);
+    try {
+      const endsAt = Date.now() + 4000;
+      const load = closedLoad(client, 100, endsAt, false);
+      // A second of load, then the store stalls for 800 ms (every byte held, then delivered).
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      replicas.proxies[0]!.blackHole();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      // New runs 400 ms into the stall: the replica's writes are that far behind, so each is refused
+      // at once, before the store answers again, rather than queued behind the stall. On a
+      // connection of their own (the load's holds the 100 streams the server allows one).
+      const arriving = createClient(
+        ExecutionService,
+        createGrpcTransport({ baseUrl: `http://${replicas.grpcAddresses[0]!}` }),
+      );
+      const sentAt = Date.now();
+      const arrivals = Array.from({ length: 20 }, async () => {
+        const outcome = await outcomeOf(
+          arriving.startExecution({ toolName: "replica.idempotent", inputs: { ms: 0 } }, { timeoutMs: 3000 }),
+        );
+        return { outcome, answeredAfterMs: Date.now() - sentAt };
+      });
+      const healAt = sentAt + 400;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, healAt - Date.now())));
+      replicas.proxies[0]!.heal();
+      const answered = await Promise.all(arrivals);
+      expect(answered.map((each) => each.outcome)).to.deep.equal(answered.map(() => "ResourceExhausted"));
+      for (const each of answered) expect(each.answeredAfterMs).to.be.below(400);
+      const counts = await load;
+      counts.set("ResourceExhausted", (counts.get("ResourceExhausted") ?? 0) + answered.length);
+      await expectShedOnly(counts, client, health.statuses);
+      expectAlive(replicas.processes[0]!);
+    } finally {
+      health.stop();
       await replicas.stop();
     }
   });

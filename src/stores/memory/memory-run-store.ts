@@ -243,6 +243,10 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
 
     held: (ids) => Promise.resolve(ids.filter((id) => hub.rows.get(id)?.slot === "held")),
 
+    checkBacklog() {
+      // Writes here are synchronous: never behind.
+    },
+
     resizeSlotBlock(wanted, maxConcurrent) {
       const current = hub.blocks.get(replicaId) ?? 0;
       const waiting = hub.live().filter((row) => row.slot === "waiting").length;

@@ -11,6 +11,8 @@ const liveStates = [ExecutionState.AWAITING_APPROVAL, ExecutionState.QUEUED, Exe
 
 /** One run's flush waiting for its group. */
 interface PendingFlush {
+  /** When it was asked for (performance.now()). */
+  readonly askedAt: number;
   readonly fence: RunFence;
   readonly events: readonly RunEvent[];
   readonly execution: Execution;
@@ -55,8 +57,8 @@ export class GroupFlush {
   #pending: PendingFlush[] = [];
   /** Lanes writing groups now, each on a connection of its own. */
   #lanes = 0;
-  /** When each group being written was sent (ms since the epoch). */
-  readonly #inFlight = new Set<{ readonly sentAt: number }>();
+  /** When each group being written was sent (ms since the epoch), and when its oldest write was asked for. */
+  readonly #inFlight = new Set<{ readonly sentAt: number; readonly askedAt: number }>();
   #recheck: NodeJS.Timeout | undefined;
 
   constructor(database: Database, afterWrite: (group: FlushedGroup) => void, maxGroup = 256, maxLanes = 4) {
@@ -75,9 +77,28 @@ export class GroupFlush {
     call: StoreCall = {},
   ): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ fence, events, execution, creation, deadline: call.deadline, resolve, reject });
+      this.#pending.push({
+        askedAt: performance.now(),
+        fence,
+        events,
+        execution,
+        creation,
+        deadline: call.deadline,
+        resolve,
+        reject,
+      });
       this.#openLane();
     });
+  }
+
+  /**
+   * How long the oldest write not committed yet has waited, in milliseconds (0 when none waits),
+   * whether it is still to be sent or in a group being written, and how many are not sent yet.
+   */
+  backlog(): { waitedMs: number; writes: number } {
+    let oldest = this.#pending[0]?.askedAt ?? Infinity;
+    for (const group of this.#inFlight) oldest = Math.min(oldest, group.askedAt);
+    return { waitedMs: oldest === Infinity ? 0 : performance.now() - oldest, writes: this.#pending.length };
   }
 
   /** Starts a lane when none writes, or when every group in flight is held up (see the class). */
@@ -114,7 +135,7 @@ export class GroupFlush {
     try {
       for (let first = true; this.#pending.length > 0 && (first || !extra); first = false) {
         const group = this.#pending.splice(0, this.#maxGroup);
-        const sent = { sentAt: Date.now() };
+        const sent = { sentAt: Date.now(), askedAt: group[0]?.askedAt ?? performance.now() };
         this.#inFlight.add(sent);
         try {
           const { written, slotsFreed } = await this.#writeRetried(group).finally(() => this.#inFlight.delete(sent));
@@ -165,11 +186,18 @@ export class GroupFlush {
     const runs = [...group].sort((a, b) => (a.fence.id < b.fence.id ? -1 : 1));
     const events = runs.flatMap((flush) => flush.events.map((event) => ({ id: flush.fence.id, event })));
     const creations = runs.filter((flush) => flush.creation !== undefined);
+    // Records and events go as one buffer each, cut by offsets in the database: a bytea[] is sent
+    // as text, every byte hex-escaped here and parsed there.
+    const records = packed(runs.map((flush) => toBinary(ExecutionSchema, flush.execution)));
+    const packedEvents = packed(events.map(({ event }) => toBinary(RunEventSchema, event)));
     const { rows } = await query<{ id: string; freed: boolean }>(
       this.#database,
       `WITH input AS (
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::bytea[], $5::smallint[], $6::integer[])
-                  AS t(id, owner, epoch, record, state, last_sequence)
+         SELECT t.id, t.owner, t.epoch, substring($4::bytea FROM t.record_at + 1 FOR t.record_length) AS record,
+                t.state, t.last_sequence
+           FROM unnest($1::uuid[], $2::text[], $3::integer[], $17::integer[], $18::integer[], $5::smallint[],
+                       $6::integer[])
+                  AS t(id, owner, epoch, record_at, record_length, state, last_sequence)
        ), created AS (
          INSERT INTO toolruntime.executions
            (id, tool_name, caller, state, live, retry_safe, record, request, owner, last_sequence, finished_at)
@@ -200,7 +228,9 @@ export class GroupFlush {
          RETURNING e.id
        ), inserted AS (
          INSERT INTO toolruntime.execution_events (execution_id, sequence, event)
-         SELECT v.id, v.sequence, v.event FROM unnest($7::uuid[], $8::integer[], $9::bytea[]) AS v(id, sequence, event)
+         SELECT v.id, v.sequence, substring($9::bytea FROM v.event_at + 1 FOR v.event_length)
+           FROM unnest($7::uuid[], $8::integer[], $19::integer[], $20::integer[])
+                  AS v(id, sequence, event_at, event_length)
           WHERE v.id IN (SELECT id FROM updated UNION ALL SELECT id FROM created)
          ON CONFLICT (execution_id, sequence) DO NOTHING
          RETURNING 1
@@ -212,7 +242,7 @@ export class GroupFlush {
         runs.map((flush) => flush.fence.id),
         runs.map((flush) => flush.fence.owner),
         runs.map((flush) => flush.fence.epoch),
-        runs.map((flush) => Buffer.from(toBinary(ExecutionSchema, flush.execution))),
+        records.bytes,
         runs.map((flush) => flush.execution.state),
         runs.map((flush) => {
           const last = flush.events.at(-1);
@@ -220,7 +250,7 @@ export class GroupFlush {
         }),
         events.map(({ id }) => id),
         events.map(({ event }) => Number(event.sequence)),
-        events.map(({ event }) => Buffer.from(toBinary(RunEventSchema, event))),
+        packedEvents.bytes,
         liveStates,
         creations.map((flush) => flush.fence.id),
         creations.map((flush) => flush.execution.toolName),
@@ -232,8 +262,25 @@ export class GroupFlush {
             ? null
             : new Date(flush.deadline + this.#database.signals.clockOffsetMs).toISOString(),
         ),
+        records.at,
+        records.lengths,
+        packedEvents.at,
+        packedEvents.lengths,
       ],
     );
     return { written: rows.map((row) => row.id), slotsFreed: rows.some((row) => row.freed) };
   }
+}
+
+/** Messages in one buffer, each at its offset with its length. */
+function packed(messages: readonly Uint8Array[]): { bytes: Buffer; at: number[]; lengths: number[] } {
+  const at: number[] = [];
+  const lengths: number[] = [];
+  let offset = 0;
+  for (const message of messages) {
+    at.push(offset);
+    lengths.push(message.length);
+    offset += message.length;
+  }
+  return { bytes: Buffer.concat(messages, offset), at, lengths };
 }

@@ -259,6 +259,23 @@ export async function createPostgresRunStore(
       return dispatch(limit);
     },
 
+    checkBacklog(toolName, call = {}) {
+      const { waitedMs, writes } = groups.backlog();
+      if (waitedMs === 0) return;
+      const operationMs = Math.min(database.options.operationTimeoutMs, (call.deadline ?? Infinity) - Date.now());
+      const allowedMs = Math.round(Math.min(250, Math.max(100, operationMs / 4)));
+      if (waitedMs <= allowedMs) return;
+      // About the time the writes waiting now take to go through.
+      const retryAfterMs = Math.round(Math.min(5000, Math.max(50, waitedMs)));
+      throw new ToolRuntimeError(
+        "RESOURCE_EXHAUSTED",
+        ErrorType.ResourceExhausted,
+        `run of ${quote(toolName)} not started: this replica's writes to the store are ${Math.round(waitedMs)} ms behind the work under way (${writes} writes wait); retry in ${retryAfterMs} ms or on another replica`,
+        toolName,
+        retryAfterMs,
+      );
+    },
+
     async resizeSlotBlock(wanted, limit) {
       maxConcurrent = limit;
       const { rows } = await query<{ slots: number; waiting: string }>(
