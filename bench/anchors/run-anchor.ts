@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { clockTicksPerSecond } from "../lib/proc-cpu.js";
+import { readProcStat } from "../lib/proc-cpu.js";
 import { measuringLine, windowClosedLine, type AnchorEngine, type AnchorResult } from "./closed-loop.js";
 
 export type { AnchorEngine, AnchorResult } from "./closed-loop.js";
@@ -247,24 +247,6 @@ export async function readWalBetween(connectionString: string, fromLsn: string, 
 }
 
 /**
- * Parent pid and CPU ms of one process from /proc/<pid>/stat: its own time and that of its children
- * it has waited for. Undefined when it is gone.
- */
-function readProcStat(pid: string): { ppid: number; cpuMs: number } | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // Fields after the parenthesised command name (which may hold spaces), from field 3 (state):
-  // ppid is field 4; utime, stime, cutime and cstime are fields 14 to 17.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-  return { ppid: Number(fields[1]), cpuMs: (ticks * 1000) / clockTicksPerSecond() };
-}
-
-/**
  * CPU ms of the postmaster whose pid is on the first line of `<dataDirectory>/postmaster.pid` and of
  * its children. A child that ended is in the postmaster's reaped-children time, so the sum only grows.
  */
@@ -275,7 +257,9 @@ function readServerCpuMs(dataDirectory: string): number {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = readProcStat(entry);
-    if (stat !== undefined && (Number(entry) === postmaster || stat.ppid === postmaster)) cpuMs += stat.cpuMs;
+    if (stat !== undefined && (Number(entry) === postmaster || stat.ppid === postmaster)) {
+      cpuMs += stat.cpuMs + stat.reapedCpuMs;
+    }
   }
   return cpuMs;
 }

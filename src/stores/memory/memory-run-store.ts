@@ -4,6 +4,7 @@ import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
 import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
 import { quote } from "../../registry/names.js";
 import type {
+  NewRun,
   ReplicaLease,
   RunRequest,
   RunStore,
@@ -100,6 +101,23 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
     onAvailabilityChange: () => undefined,
     onStall: () => undefined,
   };
+  /** A run's row as created: first epoch, no events, no slot. */
+  const newRow = (run: NewRun, key: string, execution: Execution, owner: string | undefined): Row => ({
+    id: run.id,
+    ordinal: ++hub.ordinal,
+    key,
+    retrySafe: run.retrySafe,
+    request: run.request,
+    execution,
+    owner,
+    epoch: 1,
+    events: [],
+    cancelReason: undefined,
+    decision: undefined,
+    slot: "none",
+    toolLimit: 0,
+    finishedAt: undefined,
+  });
   const stored = (row: Row): StoredRun => ({
     id: row.id,
     ordinal: row.ordinal,
@@ -196,22 +214,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
       const earlier = idempotencyKey === "" ? undefined : hub.keys.get(keyIndex);
       const existing = earlier === undefined ? undefined : hub.rows.get(earlier);
       if (existing) return { existing: stored(existing) };
-      const row: Row = {
-        id: run.id,
-        ordinal: ++hub.ordinal,
-        key: idempotencyKey,
-        retrySafe: run.retrySafe,
-        request: run.request,
-        execution: run.execution,
-        owner: run.owner,
-        epoch: 1,
-        events: [],
-        cancelReason: undefined,
-        decision: undefined,
-        slot: "none",
-        toolLimit: 0,
-        finishedAt: undefined,
-      };
+      const row = newRow(run, idempotencyKey, run.execution, run.owner);
       // Admitted before it is kept: a full queue creates nothing.
       const admitted: SlotOutcome | undefined = slot ? admitRow(row, slot) : undefined;
       hub.rows.set(row.id, row);
@@ -271,22 +274,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
         );
       }
       if (creation && !hub.rows.has(fence.id) && (hub.leases.get(fence.owner) ?? 0) > Date.now()) {
-        hub.rows.set(fence.id, {
-          id: fence.id,
-          ordinal: ++hub.ordinal,
-          key: "",
-          retrySafe: creation.retrySafe,
-          request: creation.request,
-          execution,
-          owner: fence.owner,
-          epoch: 1,
-          events: [],
-          cancelReason: undefined,
-          decision: undefined,
-          slot: "none",
-          toolLimit: 0,
-          finishedAt: undefined,
-        });
+        hub.rows.set(fence.id, newRow(creation, "", execution, fence.owner));
       }
       const row = hub.rows.get(fence.id);
       if (!row || row.owner !== fence.owner || row.epoch !== fence.epoch) return Promise.resolve(false);
