@@ -148,9 +148,10 @@ export interface RunStore {
 
   /**
    * Throws RESOURCE_EXHAUSTED (naming `toolName`, with a retry delay) when this replica's writes are
-   * behind: the oldest not sent yet has waited longer than a new run may (a quarter of `call`'s
-   * time, 100 to 250 ms). Past the store's capacity a replica then refuses new runs before they
-   * cost anything, and the runs under way finish in time.
+   * behind: the oldest not committed yet has waited longer than a new run may (a quarter of
+   * `call`'s time, 100 to 250 ms). Past the store's capacity a replica then refuses new runs before
+   * they cost anything, and the runs under way finish in time. UNAVAILABLE instead when the store
+   * answers nothing at all meanwhile (unreachable, not busy).
    */
   checkBacklog(toolName: string, call?: StoreCall): void;
 

@@ -183,7 +183,8 @@ describe("Replicas under faults: PostgreSQL restarted under a registration load"
       Array.from({ length: 4 }, async (_, lane) => {
         for (let index = 0; loading; index++) {
           const name = `faults.restart_${replica}_${lane}_${index}`;
-          const outcome = await outcomeOf(client.registry.registerTool({ spec: { name } }));
+          // A deadline, so that a call left hanging fails the test with its name, not by its timeout.
+          const outcome = await outcomeOf(client.registry.registerTool({ spec: { name } }, { timeoutMs: 15_000 }));
           outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
           if (outcome === "OK") registered += 1;
         }
@@ -198,12 +199,12 @@ describe("Replicas under faults: PostgreSQL restarted under a registration load"
         for (const [replica, client] of clients.entries()) {
           const name = `faults.after_restart_${restart}_${replica}`;
           for (;;) {
-            const outcome = await outcomeOf(client.registry.registerTool({ spec: { name } }));
+            const outcome = await outcomeOf(client.registry.registerTool({ spec: { name } }, { timeoutMs: 15_000 }));
             // ALREADY_EXISTS: an earlier try committed, but its answer was lost in the restart.
             if (outcome === "OK" || outcome === "AlreadyExists") break;
-            expect(outcome).to.equal("Unavailable");
+            expect(outcome, `replica ${replica} registering ${name}`).to.equal("Unavailable");
           }
-          expect((await client.registry.getTool({ name })).spec?.name).to.equal(name);
+          expect((await client.registry.getTool({ name }, { timeoutMs: 15_000 })).spec?.name).to.equal(name);
         }
         expect(registered, "registrations went on between restarts").to.be.greaterThan(before);
       }
@@ -598,24 +599,26 @@ describe("Replicas under faults: a store behind its load", function () {
     }
   });
 
-  it("refuses new runs at once while the store stalls behind the runs under way, finishes those, and stays SERVING", async () => {
+  it("refuses new runs at once while its writes wait behind a lock the store holds, finishes the runs under way, and stays SERVING", async () => {
     const postgres = await sharedPostgres();
-    const replicas = await startProxiedReplicas(1, await postgres.createDatabase("stalled"), postgres.port, [
-      "--tools",
-      toolsModule,
-    ]);
-    const client = replicas.clients[0]!;
+    const url = await postgres.createDatabase("stalled");
+    const replicas = await startReplicas(1, url, ["--tools", toolsModule]);
+    const client = replicaClients(replicas.grpcAddresses[0]!);
     const health = watchHealth(replicas.grpcAddresses[0]!);
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
     try {
       const endsAt = Date.now() + 4000;
       const load = closedLoad(client, 100, endsAt, false);
-      // A second of load, then the store stalls for 800 ms (every byte held, then delivered).
+      // A second of load, then the runs' table is locked for 800 ms (as a migration or a
+      // maintenance statement may): the store answers everything else, the runs' writes wait.
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      replicas.proxies[0]!.blackHole();
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE toolruntime.executions IN EXCLUSIVE MODE");
       await new Promise((resolve) => setTimeout(resolve, 400));
-      // New runs 400 ms into the stall: the replica's writes are that far behind, so each is refused
-      // at once, before the store answers again, rather than queued behind the stall. On a
-      // connection of their own (the load's holds the 100 streams the server allows one).
+      // New runs 400 ms into it: the replica's writes are that far behind, so each is refused at
+      // once, before the lock goes, rather than queued behind it. On a connection of their own
+      // (the load's holds the 100 streams the server allows one).
       const arriving = createClient(
         ExecutionService,
         createGrpcTransport({ baseUrl: `http://${replicas.grpcAddresses[0]!}` }),
@@ -627,9 +630,9 @@ describe("Replicas under faults: a store behind its load", function () {
         );
         return { outcome, answeredAfterMs: Date.now() - sentAt };
       });
-      const healAt = sentAt + 400;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, healAt - Date.now())));
-      replicas.proxies[0]!.heal();
+      const releaseAt = sentAt + 400;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, releaseAt - Date.now())));
+      await locker.query("COMMIT");
       const answered = await Promise.all(arrivals);
       expect(answered.map((each) => each.outcome)).to.deep.equal(answered.map(() => "ResourceExhausted"));
       for (const each of answered) expect(each.answeredAfterMs).to.be.below(400);
@@ -638,7 +641,9 @@ describe("Replicas under faults: a store behind its load", function () {
       await expectShedOnly(counts, client, health.statuses);
       expectAlive(replicas.processes[0]!);
     } finally {
+      await locker.end();
       health.stop();
+      client.close();
       await replicas.stop();
     }
   });

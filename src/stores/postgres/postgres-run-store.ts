@@ -22,6 +22,7 @@ import { GroupFlush } from "./group-flush.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
 import { RunBell, ringIds } from "./run-bell.js";
 import { inTransaction, OperationTime, query, type TransactionClient } from "./transaction.js";
+import { databaseUnavailable } from "./database-errors.js";
 
 /** Channels of the doorbell: a run changed (payload: its id), runs wait to be claimed, control for an owner. */
 const runsChannel = "toolruntime_runs";
@@ -265,6 +266,13 @@ export async function createPostgresRunStore(
       const operationMs = Math.min(database.options.operationTimeoutMs, (call.deadline ?? Infinity) - Date.now());
       const allowedMs = Math.round(Math.min(250, Math.max(100, operationMs / 4)));
       if (waitedMs <= allowedMs) return;
+      // Behind because the store answers nothing (the doorbell's heartbeat too): not busy, unreachable.
+      if (!doorbell.delivering()) {
+        throw databaseUnavailable(
+          database.maskedUrl,
+          new Error(`this replica's writes have had no answer for ${Math.round(waitedMs)} ms`),
+        );
+      }
       // About the time the writes waiting now take to go through.
       const retryAfterMs = Math.round(Math.min(5000, Math.max(50, waitedMs)));
       throw new ToolRuntimeError(
