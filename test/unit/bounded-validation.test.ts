@@ -314,7 +314,11 @@ describe("Bounded validation", () => {
       const check = warmCheck(schema, { a: [1] });
       const misses = { a: Array.from({ length: 10_000 }, () => 1) };
       const invalid = cpu(() => check(misses, sizeOf(misses)));
-      expect(invalid.outcome).to.deep.equal(["/a is an array: must contain at least 1 valid item(s)"]);
+      // The listing of a failed value's problems has a wall-clock budget of its own (about 60 ms
+      // here): on a busy machine it may be cut, and the answer then says "and more" after the error.
+      const [first, ...rest] = invalid.outcome as string[];
+      expect(first).to.equal("/a is an array: must contain at least 1 valid item(s)");
+      expect(rest.filter((line) => line !== "and more")).to.deep.equal([]);
       expect(invalid.cpuMs).to.be.below(cpuBoundMs);
       const nested = { a: [...misses.a, [["x"]]] };
       expect(check(nested, sizeOf(nested))).to.deep.equal([]);
