@@ -124,13 +124,7 @@ export class SharedExecutionManager extends ExecutionManager {
     const store = this.shared.store;
     const record = new ExecutionRecord(init);
     const fence = { id: record.id, owner: store.replicaId, epoch: 1 };
-    const creation = {
-      id: init.id,
-      execution: record.toProto(),
-      request: toRunRequest(request),
-      retrySafe,
-      owner: store.replicaId,
-    };
+    const creation = { id: init.id, request: toRunRequest(request), retrySafe };
     // Stored once: nothing of it is in the store before its handler starts, so nothing to wait for.
     // A run in the store has its attempt's start stored first, whatever its tool: a handler that
     // takes its replica down at once must still count as an attempt, or it would be taken over and
@@ -141,7 +135,7 @@ export class SharedExecutionManager extends ExecutionManager {
       this.shared.persist(record, fence, 0, creation);
     } else {
       const callTimeoutMs = request.deadlineMs ?? request.callTimeoutMs;
-      if (!(await store.flush(fence, [], creation.execution, creation, storeCall(callTimeoutMs)))) {
+      if (!(await store.flush(fence, [], record.toProto(), creation, storeCall(callTimeoutMs)))) {
         throw leaseNotTrusted(record);
       }
       this.store.add(record);

@@ -4,7 +4,7 @@ import type { ExecutionState } from "../../gen/toolruntime/v1/execution_pb.js";
 import { NextFlight } from "../async/next-flight.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { quote } from "../registry/names.js";
-import type { NewRun, RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
+import type { RunCreation, RunFence, RunStore, SlotOutcome, StoredRun } from "../stores/run-store.js";
 import type { Ticket } from "./admission.js";
 import { ExecutionRecord, type EventLimits, type ExecutionRecordInit } from "./execution-record.js";
 import { decideLostRun } from "./replica-lost.js";
@@ -133,7 +133,7 @@ export class SharedRuns {
    * writes nothing more. With `creation`, the run is not in the store yet: its first write creates
    * it (a run stored once; see SharedExecutionManager.startRun).
    */
-  persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number, creation?: NewRun): void {
+  persist(record: ExecutionRecord, fence: RunFence, alreadyStored: number, creation?: RunCreation): void {
     this.#held.set(record.id, fence);
     let uncreated = creation;
     let flushed = alreadyStored;

@@ -55,6 +55,12 @@ export interface NewRun {
   readonly owner: string | undefined;
 }
 
+/**
+ * What a flush that creates its run adds to it (see RunStore.flush): the record is the flush's, the
+ * owner the fence's.
+ */
+export type RunCreation = Pick<NewRun, "id" | "request" | "retrySafe">;
+
 /** A run's request for an admission slot, with the limits of the replica asking. */
 export interface SlotRequest {
   /** The tool's own limit of runs at once; 0 for none. */
@@ -177,7 +183,7 @@ export interface RunStore {
     fence: RunFence,
     events: readonly RunEvent[],
     execution: Execution,
-    creation?: NewRun,
+    creation?: RunCreation,
     call?: StoreCall,
   ): Promise<boolean>;
 

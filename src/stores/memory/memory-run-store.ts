@@ -4,8 +4,8 @@ import type { RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
 import { ErrorType, ToolRuntimeError } from "../../errors/tool-runtime-error.js";
 import { quote } from "../../registry/names.js";
 import type {
-  NewRun,
   ReplicaLease,
+  RunCreation,
   RunRequest,
   RunStore,
   SlotOutcome,
@@ -102,7 +102,7 @@ export function createMemoryRunStore(hub: MemoryRunHub, options: { leaseMs?: num
     onStall: () => undefined,
   };
   /** A run's row as created: first epoch, no events, no slot. */
-  const newRow = (run: NewRun, key: string, execution: Execution, owner: string | undefined): Row => ({
+  const newRow = (run: RunCreation, key: string, execution: Execution, owner: string | undefined): Row => ({
     id: run.id,
     ordinal: ++hub.ordinal,
     key,

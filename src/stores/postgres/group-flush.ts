@@ -1,7 +1,7 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { ExecutionSchema, ExecutionState, type Execution } from "../../../gen/toolruntime/v1/execution_pb.js";
 import { RunEventSchema, type RunEvent } from "../../../gen/toolruntime/v1/run_event_pb.js";
-import type { NewRun, RunFence } from "../run-store.js";
+import type { RunCreation, RunFence } from "../run-store.js";
 import type { StoreCall } from "../store-call.js";
 import { storeDeadlinePassed } from "./database-errors.js";
 import type { Database } from "./open-database.js";
@@ -17,7 +17,7 @@ interface PendingFlush {
   readonly events: readonly RunEvent[];
   readonly execution: Execution;
   /** The run, when this flush creates it (see RunStore.flush). */
-  readonly creation: NewRun | undefined;
+  readonly creation: RunCreation | undefined;
   /** When the creating call's deadline passes (ms since the epoch, this process's clock). */
   readonly deadline: number | undefined;
   readonly resolve: (written: boolean) => void;
@@ -73,7 +73,7 @@ export class GroupFlush {
     fence: RunFence,
     events: readonly RunEvent[],
     execution: Execution,
-    creation?: NewRun,
+    creation?: RunCreation,
     call: StoreCall = {},
   ): Promise<boolean> {
     return new Promise((resolve, reject) => {
