@@ -19,8 +19,10 @@ import { checkToolName, ensure } from "../registry/names.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callCancellation, callerOf, traceParentKey } from "./call-context.js";
 import { watchForCall } from "./call-run.js";
+import { endAtShutdown } from "./end-at-shutdown.js";
 import { batchedStream } from "./message-batches.js";
 import { listExecutionsPage } from "./list-executions-page.js";
+import { ShutdownNotice } from "./shutdown-notice.js";
 import { followExecutions } from "./watch-executions.js";
 
 /** Features this server offers, as GetCapabilities lists them. */
@@ -40,12 +42,15 @@ const features = [
  * cancelling need `execute` on the tool (and `execute_unsafe` for unsafe tools), watching, getting
  * and listing need `read`, deciding an approval needs `approve`. A run belongs to the identity that
  * started it: another's run needs `executions.read_all` to be seen and `executions.cancel_all` to be
- * cancelled, and its owner may not approve it unless `access.allowSelfApproval`.
+ * cancelled, and its owner may not approve it unless `access.allowSelfApproval`. WatchExecutions
+ * ends with UNAVAILABLE once `shutdown` begins (default: a notice that never does); a stream of
+ * one run (WatchExecution) follows its run through the grace period instead (see watchForCall).
  */
 export function createExecutionService(
   runtime: ToolRuntime,
   maxMessageBytes: number,
   access: ExecutionAccessOptions = {},
+  shutdown = new ShutdownNotice(),
 ): ServiceImpl<typeof ExecutionService> {
   const { runners, executions } = runtime;
 
@@ -107,20 +112,23 @@ export function createExecutionService(
       });
     },
 
-    async *watchExecutions(request, context) {
-      if (request.toolName !== "") ensure(checkToolName(request.toolName));
-      const caller = callerOf(context);
-      const feed = followExecutions(executions, {
-        include: (record) =>
-          (request.toolName === "" || record.toolName === request.toolName) && mayReadExecution(caller, record),
-        signal: context.signal,
-        heartbeatIntervalMs: executions.limits.heartbeatIntervalMs,
+    watchExecutions(request, context) {
+      const retry = "watch again against another replica or the restarted server, which sends the live runs again";
+      return endAtShutdown(shutdown, context, retry, async function* (signal) {
+        if (request.toolName !== "") ensure(checkToolName(request.toolName));
+        const caller = callerOf(context);
+        const feed = followExecutions(executions, {
+          include: (record) =>
+            (request.toolName === "" || record.toolName === request.toolName) && mayReadExecution(caller, record),
+          signal,
+          heartbeatIntervalMs: executions.limits.heartbeatIntervalMs,
+        });
+        for await (const item of feed) {
+          if (item.kind === "execution") yield { execution: item.execution };
+          else if (item.kind === "caughtUp") yield { caughtUp: true };
+          else yield {};
+        }
       });
-      for await (const item of feed) {
-        if (item.kind === "execution") yield { execution: item.execution };
-        else if (item.kind === "caughtUp") yield { caughtUp: true };
-        else yield {};
-      }
     },
 
     async getExecution(request, context) {

@@ -10,7 +10,9 @@ import { watchRegistry, type WatchItem } from "../registry/watch-registry.js";
 import type { ToolRuntime } from "../runtime.js";
 import { callerOf } from "./call-context.js";
 import { defaultConnectionOptions } from "./connection-options.js";
+import { endAtShutdown } from "./end-at-shutdown.js";
 import { fitToolPage } from "./fit-tool-page.js";
+import { ShutdownNotice } from "./shutdown-notice.js";
 
 const defaultMaxMessageBytes = defaultConnectionOptions.maxMessageBytes;
 
@@ -27,11 +29,13 @@ const changeTypes: Record<WatchItem["kind"], ToolChangeType> = {
  * The RegistryService RPCs over a runtime, written once for every transport. Each checks the
  * caller's permission: `register` to register or remove, `read` to get; listings and watches only
  * show the tools the caller may read. Registering into a registry that does not exist creates it,
- * which needs `registries.create` on its name.
+ * which needs `registries.create` on its name. A watch ends with UNAVAILABLE once `shutdown`
+ * begins (default: a notice that never does).
  */
 export function createRegistryService(
   runtime: ToolRuntime,
   maxMessageBytes = defaultMaxMessageBytes,
+  shutdown = new ShutdownNotice(),
 ): ServiceImpl<typeof RegistryService> {
   const store = runtime.stores.tools;
   /** The up-to-date view of a registry; NOT_FOUND when it does not exist. */
@@ -89,19 +93,22 @@ export function createRegistryService(
       return { removed: await store.remove(request.registry, request.name) };
     },
 
-    async *watchTools(request, context) {
-      const mayRead = readable(context);
-      const registry = await store.viewForWatch(request.registry);
-      const items = watchRegistry(registry, {
-        fromVersion: request.fromVersion,
-        history: (version) => store.changesSince(registry, version),
-        signal: context.signal,
-        heartbeatIntervalMs: runtime.heartbeatIntervalMs,
+    watchTools(request, context) {
+      const retry = "watch again from the last version seen, against another replica or the restarted server";
+      return endAtShutdown(shutdown, context, retry, async function* (signal) {
+        const mayRead = readable(context);
+        const registry = await store.viewForWatch(request.registry);
+        const items = watchRegistry(registry, {
+          fromVersion: request.fromVersion,
+          history: (version) => store.changesSince(registry, version),
+          signal,
+          heartbeatIntervalMs: runtime.heartbeatIntervalMs,
+        });
+        for await (const item of items) {
+          if (item.spec && !mayRead(item.spec.name)) continue;
+          yield { type: changeTypes[item.kind], version: item.version, ...(item.spec ? { spec: item.spec } : {}) };
+        }
       });
-      for await (const item of items) {
-        if (item.spec && !mayRead(item.spec.name)) continue;
-        yield { type: changeTypes[item.kind], version: item.version, ...(item.spec ? { spec: item.spec } : {}) };
-      }
     },
   };
 }

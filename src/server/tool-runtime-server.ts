@@ -37,6 +37,8 @@ import { checkRequests } from "./request-checks.js";
 import { createRunnerService } from "./runner-service.js";
 import { createExecutionService } from "./execution-service.js";
 import { createProviderService } from "./provider-service.js";
+import { shuttingDownMessage } from "./end-at-shutdown.js";
+import { ShutdownNotice } from "./shutdown-notice.js";
 import { readTlsFiles, type TlsFiles } from "./tls-config.js";
 
 /** Options of {@link startServer}. Every field has a default. */
@@ -165,14 +167,25 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     authenticate,
     observers: [tracing.callObserver, metrics.callObserver, createCallLogger(logger)],
   };
-  const registry = wrapService(RegistryService, createRegistryService(runtime, connection.maxMessageBytes), pipeline);
+  // Heard by the streams with nothing in progress to finish: they end when shutdown begins.
+  const shutdownBegins = new ShutdownNotice();
+  const registry = wrapService(
+    RegistryService,
+    createRegistryService(runtime, connection.maxMessageBytes, shutdownBegins),
+    pipeline,
+  );
   const runner = wrapService(RunnerService, createRunnerService(runtime, connection.maxMessageBytes), pipeline);
   const provider = wrapService(ProviderService, createProviderService(runtime), pipeline);
   const execution = wrapService(
     ExecutionService,
-    createExecutionService(runtime, connection.maxMessageBytes, {
-      allowSelfApproval: options.allowSelfApproval ?? false,
-    }),
+    createExecutionService(
+      runtime,
+      connection.maxMessageBytes,
+      {
+        allowSelfApproval: options.allowSelfApproval ?? false,
+      },
+      shutdownBegins,
+    ),
     pipeline,
   );
   const shutdown = new AbortController();
@@ -301,8 +314,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     async close(graceMs = 5000) {
       closing = true;
       health.notServing();
-      // MCP notification streams would hold the port's drain until the grace period ends.
+      // Streams with nothing in progress to finish (MCP notification streams, watches of the
+      // registry, of the runs and of health) would hold the ports' drain until the grace period
+      // ends: they end now, the watches with UNAVAILABLE so that clients reconnect elsewhere.
       mcp.drain();
+      shutdownBegins.begin();
+      health.endWatches(`${shuttingDownMessage}: watch the health of another replica or of the restarted server`);
       // Calls still running when the grace period ends are cancelled, and get a moment more to
       // send their cancelled results before the connections are cut.
       const reason = new ConnectError("the server is shutting down", Code.Unavailable);
