@@ -85,6 +85,22 @@ const endings = {
     "the server is shutting down: watch again against another replica or the restarted server, which sends the live runs again",
 };
 
+/**
+ * The 2025-era MCP notification stream (`GET /mcp`): ready once its opening comment arrived; it
+ * has no status of its own, so its end is the response's body ending.
+ */
+function followMcpNotifications(httpUrl: string) {
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const ended = (async (): Promise<number> => {
+    const response = await fetch(`${httpUrl}/mcp`, { headers: { accept: "text/event-stream" } });
+    if (!response.body) throw new Error(`GET /mcp answered ${response.status} without a body`);
+    for await (const chunk of response.body) if (Buffer.from(chunk).toString().includes("listening")) markReady();
+    return performance.now();
+  })();
+  return { ready, ended };
+}
+
 const isSnapshotEnd = (response: { type: ToolChangeType }): boolean => response.type === ToolChangeType.SNAPSHOT_END;
 const isCaughtUp = (response: { caughtUp: boolean }): boolean => response.caughtUp;
 
@@ -105,11 +121,13 @@ describe("Shutdown of a server process holding watch streams", () => {
       follow("gRPC-Web WatchTools", createClient(RegistryService, grpcWeb).watchTools({}), isSnapshotEnd),
       follow("gRPC-Web WatchExecutions", createClient(ExecutionService, grpcWeb).watchExecutions({}), isCaughtUp),
     ];
-    await Promise.all([health.ready, ...streams.map((stream) => stream.ready)]);
+    const mcp = followMcpNotifications(httpUrl);
+    await Promise.all([health.ready, mcp.ready, ...streams.map((stream) => stream.ready)]);
 
     const signalledAtMs = performance.now();
     child.kill("SIGTERM");
     const ends = await Promise.all([health.ended, ...streams.map((stream) => stream.ended)]);
+    const mcpEndMs = (await mcp.ended) - signalledAtMs;
     const exitCode = await exited;
     const exitMs = performance.now() - signalledAtMs;
 
@@ -124,6 +142,7 @@ describe("Shutdown of a server process holding watch streams", () => {
       expect(end.code, summary).to.equal(Code.Unavailable);
       expect(end.afterSignalMs, summary).to.be.below(1000);
     }
+    expect(mcpEndMs, summary).to.be.below(1000);
     expect(ends.map((end) => [end.name, end.message, end.errorType])).to.deep.equal([
       ["grpc-js Health.Watch", endings.health, undefined],
       ["grpc-js WatchTools", endings.tools, "UnavailableError"],
