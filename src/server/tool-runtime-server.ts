@@ -101,7 +101,9 @@ export interface RunningServer {
   readonly healthUrl: string | undefined;
   /**
    * Stops both ports: health turns NOT_SERVING, new calls get UNAVAILABLE, connections get GOAWAY,
-   * calls in flight get `graceMs` (default 5,000) to finish, then the rest are cancelled.
+   * streams with nothing in progress (WatchTools, WatchExecutions, health Watch, MCP notification
+   * streams) end at once, UNAVAILABLE for the RPCs; calls in flight get `graceMs` (default 5,000)
+   * to finish, then the rest are cancelled.
    */
   close(graceMs?: number): Promise<void>;
 }
