@@ -9,6 +9,8 @@ export interface HealthReporter {
   notServing(): void;
   /** Whether the server is serving. */
   readonly isServing: boolean;
+  /** Calls `listener` with every later change of {@link isServing}, until the returned function is called. */
+  onChange(listener: (serving: boolean) => void): () => void;
 }
 
 /**
@@ -20,15 +22,23 @@ export function addHealthToGrpcServer(server: Server, serviceNames: readonly str
   const health = new HealthImplementation(Object.fromEntries(names.map((name) => [name, "NOT_SERVING" as const])));
   health.addToServer(server);
   let isServing = false;
+  const listeners = new Set<(serving: boolean) => void>();
   const setAll = (status: "SERVING" | "NOT_SERVING"): void => {
-    isServing = status === "SERVING";
+    const serving = status === "SERVING";
+    const changed = serving !== isServing;
+    isServing = serving;
     for (const name of names) health.setStatus(name, status);
+    if (changed) for (const listener of listeners) listener(serving);
   };
   return {
     serving: () => setAll("SERVING"),
     notServing: () => setAll("NOT_SERVING"),
     get isServing() {
       return isServing;
+    },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 }
