@@ -191,6 +191,15 @@ const options: readonly OptionSpec[] = [
     text: "most open connections per port; beyond it new connections are closed",
   },
   {
+    key: "maxConnectionsPerPeer",
+    flag: "max-connections-per-peer",
+    kind: "integer",
+    fallback: defaultConnectionOptions.maxConnectionsPerPeer,
+    min: 0,
+    max: 1_000_000,
+    text: "most open connections per port from one remote address; beyond it its new connections are closed; 0: no bound",
+  },
+  {
     key: "headerTimeoutMs",
     flag: "header-timeout-ms",
     kind: "integer",
@@ -703,6 +712,7 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
       maxConnectionIdleMs: get("maxConnectionIdleMs") as number,
       maxCallsInFlight: get("maxCallsInFlight") as number,
       maxConnections: get("maxConnections") as number,
+      maxConnectionsPerPeer: get("maxConnectionsPerPeer") as number,
       headerTimeoutMs: get("headerTimeoutMs") as number,
     },
     defaultTimeoutMs: get("defaultTimeoutMs") as number,

@@ -25,6 +25,11 @@ export interface ConnectionOptions {
   /** Most open connections per port; connections beyond it are closed as they arrive. Default 4,096. */
   readonly maxConnections: number;
   /**
+   * Most open connections per port from one remote address, so that one client cannot hold every
+   * connection a port takes; 0: no bound of its own. Default 1,024.
+   */
+  readonly maxConnectionsPerPeer: number;
+  /**
    * Time a new connection gets to complete its first request's headers (TLS handshake and HTTP/2
    * preface included), and an idle HTTP/1.1 connection its next request's, in ms; the connection is
    * closed when it runs out. Default 10,000.
@@ -43,5 +48,6 @@ export const defaultConnectionOptions: ConnectionOptions = {
   maxConnectionIdleMs: 900_000,
   maxCallsInFlight: 4096,
   maxConnections: 4096,
+  maxConnectionsPerPeer: 1024,
   headerTimeoutMs: 10_000,
 };

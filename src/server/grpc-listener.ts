@@ -4,6 +4,7 @@ import type { ConnectionOptions } from "./connection-options.js";
 import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
 import { useChurnMapForStreams, watchGrpcSessions } from "./http2-stream-table.js";
 import { incompleteRequestInterceptor } from "./incomplete-request-interceptor.js";
+import { PeerConnections } from "./peer-connection-limit.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A grpc-js server with the limits of the gRPC port, before it listens. */
@@ -24,8 +25,8 @@ export interface GrpcServer {
 /**
  * Creates a grpc-js server with the message size, stream and connection limits set. The port's
  * socket is ours, not grpc-js's: connections are handed to grpc-js through its connection injector,
- * so that the bound on connections (`maxConnections`) and the header timeout (`headerTimeoutMs`,
- * which grpc-js lacks) apply. A connection's clock stops at its first call, seen by an interceptor.
+ * so that the bounds on connections (`maxConnections`, `maxConnectionsPerPeer`) and the header
+ * timeout (`headerTimeoutMs`, which grpc-js lacks) apply. A connection's clock stops at its first call, seen by an interceptor.
  */
 export function createGrpcServer(options: ConnectionOptions): GrpcServer {
   const headerDeadline = createHeaderDeadline(options.headerTimeoutMs);
@@ -55,6 +56,7 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
   watchGrpcSessions(server, (session) => useChurnMapForStreams(session));
   let listener: net.Server | undefined;
   const injectors: ReturnType<Server["createConnectionInjector"]>[] = [];
+  const peers = new PeerConnections(options.maxConnectionsPerPeer);
   // Stops every call and cuts every connection (GOAWAY with CANCEL, on a timer of 0 ms) through
   // the injectors that hold them, since grpc-js's forceShutdown reaches connections only through
   // channelz.
@@ -80,6 +82,7 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
       const connections = server.createConnectionInjector(credentials);
       injectors.push(connections);
       const socketServer = net.createServer((socket) => {
+        if (!peers.admit(socket)) return;
         headerDeadline.watch(socket);
         connections.injectConnection(socket);
       });

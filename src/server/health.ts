@@ -10,6 +10,8 @@ export interface HealthReporter {
   notServing(): void;
   /** Whether the server is serving. */
   readonly isServing: boolean;
+  /** Calls `listener` with every later change of {@link isServing}, until the returned function is called. */
+  onChange(listener: (serving: boolean) => void): () => void;
 }
 
 /** The health service of the gRPC port: a reporter whose Watch streams can be ended. */
@@ -52,9 +54,13 @@ export function addHealthToGrpcServer(server: Server, serviceNames: readonly str
     },
   });
   let isServing = false;
+  const listeners = new Set<(serving: boolean) => void>();
   const setAll = (status: "SERVING" | "NOT_SERVING"): void => {
-    isServing = status === "SERVING";
+    const serving = status === "SERVING";
+    const changed = serving !== isServing;
+    isServing = serving;
     for (const name of names) health.setStatus(name, status);
+    if (changed) for (const listener of listeners) listener(serving);
   };
   return {
     serving: () => setAll("SERVING"),
@@ -67,6 +73,10 @@ export function addHealthToGrpcServer(server: Server, serviceNames: readonly str
     },
     get isServing() {
       return isServing;
+    },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 }

@@ -11,7 +11,7 @@ import type { MetricsGate } from "./metrics-access.js";
  */
 export function withOperationalEndpoints(
   handler: NodeRequestHandler,
-  health: HealthReporter,
+  health: Pick<HealthReporter, "isServing">,
   metrics: Registry | undefined,
   metricsGate?: MetricsGate,
 ): NodeRequestHandler {

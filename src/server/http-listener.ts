@@ -8,6 +8,7 @@ import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
 import { watchHttp2Session } from "./http2-session-watch.js";
 import { useChurnMapForStreams } from "./http2-stream-table.js";
+import { limitConnectionsPerPeer, PeerConnections } from "./peer-connection-limit.js";
 import { toOriginForm } from "./request-url.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
 import type { TlsMaterial } from "./tls-config.js";
@@ -124,6 +125,8 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       },
     );
     h2.on("secureConnection", track);
+    // Counted on the TCP connection, before its TLS handshake costs anything.
+    limitConnectionsPerPeer(h2, options.connection.maxConnectionsPerPeer);
     // HTTP/1.1 over TLS is served by this server: an idle keep-alive connection closes after the
     // idle time (HTTP/2 sessions are watched below; cleartext HTTP/1.1 has Node's 5 s).
     if (options.connection.maxConnectionIdleMs > 0) {
@@ -136,7 +139,9 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       serve(request, response);
     });
     h2 = http2.createServer(http2Options, serve);
+    const peers = new PeerConnections(options.connection.maxConnectionsPerPeer);
     server = net.createServer((socket) => {
+      if (!peers.admit(socket)) return;
       track(socket);
       routeByPreface(socket, http1, h2);
     });

@@ -281,7 +281,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     }
     if (options.healthPort !== undefined) {
       try {
-        healthListener = await listenHealth(host, options.healthPort, health);
+        healthListener = await listenHealth(
+          {
+            host,
+            port: options.healthPort,
+            maxConnections: connection.maxConnections,
+            maxConnectionsPerPeer: connection.maxConnectionsPerPeer,
+          },
+          health,
+        );
       } catch (error) {
         grpc.forceShutdown();
         await http.close(0);
