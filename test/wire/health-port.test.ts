@@ -123,7 +123,8 @@ describe("The health port's own thread", function () {
         .trim()
         .split("\n");
       expect(lines).to.have.length(2);
-      for (const line of lines) expect(line).to.match(/^503 unresponsive: the server's event loop has not turned for \d+ ms$/);
+      for (const line of lines)
+        expect(line).to.match(/^503 unresponsive: the server's event loop has not turned for \d+ ms$/);
     });
 
     it("answers again once the loop turns", async () => {
@@ -156,8 +157,7 @@ describe("Connections per remote address", function () {
 
   for (const port of ["gRPC", "HTTP", "health"] as const) {
     it(`on the ${port} port: one address holds at most its share, and another address is still served`, async () => {
-      const address =
-        port === "gRPC" ? server.grpcAddress : new URL(port === "HTTP" ? server.httpUrl : healthUrl).host;
+      const address = port === "gRPC" ? server.grpcAddress : new URL(port === "HTTP" ? server.httpUrl : healthUrl).host;
       // A connection refused as it arrives may fail its connect with a reset: not served either.
       const served = (localAddress: string): Promise<boolean> =>
         (port === "health" ? servedHttp1(address, localAddress) : servedHttp2(address, localAddress)).catch(
