@@ -8,6 +8,7 @@ import type { IdentityConfig } from "./auth/authenticator.js";
 import { defaultConnectionOptions, type ConnectionOptions } from "./server/connection-options.js";
 import { checkDistinctNames, parseMcpServer, type McpServerSpec } from "./mcp/import/parse-mcp-server.js";
 import { checkCorsOrigin } from "./server/cors.js";
+import { checkAllowedHost } from "./server/rebinding-guard.js";
 import type { TlsFiles } from "./server/tls-config.js";
 
 /** The settings of the server command, from flags, environment, an optional config file and defaults. */
@@ -52,6 +53,10 @@ export interface ServerConfig {
   /** With a shared store: the longest event-loop stall before the lease is given up, in ms (undefined: six leases). */
   readonly replicaMaxStallMs: number | undefined;
   readonly corsOrigins: readonly string[];
+  /** Host names served besides localhost and IP addresses while authentication is off (DNS rebinding protection). */
+  readonly allowedHosts: readonly string[];
+  /** Let Connect and gRPC-Web JSON requests carry fields the contract does not define (dropped) instead of INVALID_ARGUMENT. */
+  readonly jsonIgnoreUnknownFields: boolean;
   /** Tools per page of tools/list at /mcp. */
   readonly mcpPageSize: number;
   /** Tools a registry holds before it packs specs (see ToolRegistryOptions.packSpecsAbove). */
@@ -408,6 +413,20 @@ const options: readonly OptionSpec[] = [
     text: 'origin whose pages may call the HTTP port from a browser (CORS); repeat the flag, or separate origins with "," in the variable',
   },
   {
+    key: "allowedHosts",
+    flag: "allowed-host",
+    kind: "list",
+    fallback: undefined,
+    text: 'host name, besides localhost and IP addresses, that requests may name (Host, :authority) while authentication is off; others get 403 or PERMISSION_DENIED, against DNS rebinding (health checks excepted); repeat the flag, or separate names with "," in the variable',
+  },
+  {
+    key: "jsonIgnoreUnknownFields",
+    flag: "json-ignore-unknown-fields",
+    kind: "boolean",
+    fallback: false,
+    text: "drop fields the contract does not define from Connect and gRPC-Web JSON requests instead of answering INVALID_ARGUMENT naming them (for JSON clients built against a newer contract)",
+  },
+  {
     key: "packSpecsAbove",
     flag: "pack-specs-above",
     kind: "integer",
@@ -684,6 +703,11 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     const problem = checkCorsOrigin(origin);
     if (problem !== undefined) throw new Error(problem);
   }
+  const allowedHosts = get("allowedHosts") as string[];
+  for (const host of allowedHosts) {
+    const problem = checkAllowedHost(host);
+    if (problem !== undefined) throw new Error(problem);
+  }
   const mcpServers = (get("mcpServers") as string[]).map((value) => parseMcpServer(value));
   checkDistinctNames(mcpServers);
   const mcpTrustHints = get("mcpTrustHints") as string[];
@@ -748,6 +772,8 @@ export function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ser
     storeTimeoutMs: get("storeTimeoutMs") as number,
     replicaMaxStallMs: get("replicaMaxStallMs") as number | undefined,
     corsOrigins,
+    allowedHosts,
+    jsonIgnoreUnknownFields: get("jsonIgnoreUnknownFields") as boolean,
     mcpPageSize: get("mcpPageSize") as number,
     packSpecsAbove: get("packSpecsAbove") as number,
     maxSpecsWaitingToPack: get("maxSpecsWaitingToPack") as number,

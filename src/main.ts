@@ -64,6 +64,8 @@ async function main(): Promise<void> {
     allowSelfApproval: config.allowSelfApproval,
     healthPort: config.healthPort,
     corsOrigins: config.corsOrigins,
+    allowedHosts: config.allowedHosts,
+    jsonIgnoreUnknownFields: config.jsonIgnoreUnknownFields,
     store: config.store,
     sharedRuns: { leaseMs: config.replicaLeaseMs },
     postgres: {

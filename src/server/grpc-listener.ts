@@ -3,8 +3,11 @@ import { Server, ServerCredentials, type ChannelOptions, type ServerInterceptor 
 import type { ConnectionOptions } from "./connection-options.js";
 import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
 import { useChurnMapForStreams, watchGrpcSessions } from "./http2-stream-table.js";
+import { withFrameFlagCheck } from "./grpc-frame-flags.js";
+import { withHostCheck } from "./grpc-host-check.js";
 import { incompleteRequestInterceptor } from "./incomplete-request-interceptor.js";
 import { PeerConnections } from "./peer-connection-limit.js";
+import type { RebindingGuard } from "./rebinding-guard.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A grpc-js server with the limits of the gRPC port, before it listens. */
@@ -26,9 +29,11 @@ export interface GrpcServer {
  * Creates a grpc-js server with the message size, stream and connection limits set. The port's
  * socket is ours, not grpc-js's: connections are handed to grpc-js through its connection injector,
  * so that the bounds on connections (`maxConnections`, `maxConnectionsPerPeer`) and the header
- * timeout (`headerTimeoutMs`, which grpc-js lacks) apply. A connection's clock stops at its first call, seen by an interceptor.
+ * timeout (`headerTimeoutMs`, which grpc-js lacks) apply. A connection's clock stops at its first
+ * call, seen by an interceptor. With `rebindingGuard`, calls naming an authority it does not serve
+ * are refused (grpc-host-check.ts).
  */
-export function createGrpcServer(options: ConnectionOptions): GrpcServer {
+export function createGrpcServer(options: ConnectionOptions, rebindingGuard?: RebindingGuard): GrpcServer {
   const headerDeadline = createHeaderDeadline(options.headerTimeoutMs);
   const channelOptions: ChannelOptions & { interceptors: ServerInterceptor[] } = {
     "grpc.max_receive_message_length": options.maxMessageBytes,
@@ -44,8 +49,14 @@ export function createGrpcServer(options: ConnectionOptions): GrpcServer {
     // which this server does not offer. Without it grpc-js's forceShutdown no longer finds the
     // connections: `cutConnections` below does.
     "grpc.enable_channelz": 0,
-    // One interceptor, not two: each wraps every call in another layer that all its events cross.
-    interceptors: [firstCallInterceptor(headerDeadline, incompleteRequestInterceptor())],
+    // One interceptor, not two: each wraps every call in another layer that all its events cross
+    // (the host and frame-flag checks only look at grpc-js's base call; they add no layer).
+    interceptors: [
+      firstCallInterceptor(
+        headerDeadline,
+        withHostCheck(rebindingGuard, withFrameFlagCheck(incompleteRequestInterceptor())),
+      ),
+    ],
   };
   if (options.maxConnectionAgeMs > 0) {
     channelOptions["grpc.max_connection_age_ms"] = options.maxConnectionAgeMs;

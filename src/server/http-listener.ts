@@ -11,6 +11,8 @@ import { useChurnMapForStreams } from "./http2-stream-table.js";
 import { limitConnectionsPerPeer, PeerConnections } from "./peer-connection-limit.js";
 import { toOriginForm } from "./request-url.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
+import type { RebindingGuard } from "./rebinding-guard.js";
+import { refuseRebinding } from "./rebinding-http.js";
 import type { TlsMaterial } from "./tls-config.js";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 requests. */
@@ -42,6 +44,11 @@ export interface HttpListenOptions {
   readonly corsOrigins?: readonly string[] | undefined;
   /** Serves `/mcp` (the MCP gateway, server/mcp/); absent: `/mcp` goes to the handler like any path. */
   readonly mcp?: NodeRequestHandler | undefined;
+  /**
+   * Refuses, with 403, requests to host names or from origins it does not allow (DNS rebinding
+   * protection, see rebinding-http.ts); absent: every host and origin is served.
+   */
+  readonly rebindingGuard?: RebindingGuard | undefined;
 }
 
 // Every HTTP/2 connection starts with this preface (RFC 9113 §3.4); HTTP/1.1 never does.
@@ -54,6 +61,7 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  */
 export async function listenHttp(options: HttpListenOptions, handler: NodeRequestHandler): Promise<HttpListener> {
   const handleWithCors = withCors(withMcpRoute(handler, options.mcp), options.corsOrigins ?? []);
+  const rebindingGuard = options.rebindingGuard;
   let closing = false;
   // Requests in flight on the port, so a drain knows when it is over.
   let requestsInFlight = 0;
@@ -73,6 +81,7 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       response.end("the request target is not a valid URL\n");
       return;
     }
+    if (rebindingGuard !== undefined && refuseRebinding(request, response, rebindingGuard)) return;
     // The web console's static files (/console/); everything else goes to the RPC handler.
     if (!serveConsoleAsset(request, response)) handleWithCors(request, response);
   };

@@ -11,6 +11,7 @@ import { pino } from "pino";
 import { decodeFailureReason } from "../codec/decode-failure.js";
 import { fromBinaryFast } from "../codec/fast-binary-decode.js";
 import { invalidRequest } from "../errors/tool-runtime-error.js";
+import { badFrameFlagsMessage } from "./frame-flags.js";
 import { protobufRecursionLimit } from "./protobuf-limits.js";
 import { toConnectError } from "./to-connect-error.js";
 
@@ -86,12 +87,7 @@ async function* checkFrames(
 ): AsyncGenerator<Uint8Array> {
   for await (const { flags, data } of transformSplitEnvelope(readMaxBytes)(body)) {
     if ((flags & ~compressedFlag) !== 0) {
-      throw toConnectError(
-        invalidRequest(
-          `request frame has flags 0x${flags.toString(16).padStart(2, "0")}: a client sends only 0x00 (uncompressed) or 0x01 (compressed)`,
-        ),
-        silent,
-      );
+      throw toConnectError(invalidRequest(badFrameFlagsMessage(flags)), silent);
     }
     if (binary && flags === 0) checkMessage(method, data);
     else if (binary && compression) await checkCompressedMessage(method, data, compression, readMaxBytes);

@@ -40,6 +40,7 @@ import { createProviderService } from "./provider-service.js";
 import { shuttingDownMessage } from "./end-at-shutdown.js";
 import { ShutdownNotice } from "./shutdown-notice.js";
 import { readTlsFiles, type TlsFiles } from "./tls-config.js";
+import { createRebindingGuard } from "./rebinding-guard.js";
 
 /** Options of {@link startServer}. Every field has a default. */
 export interface ServerOptions extends OpenToolRuntimeOptions {
@@ -75,6 +76,21 @@ export interface ServerOptions extends OpenToolRuntimeOptions {
    * with Connect or gRPC-Web (CORS). Default: none, so browsers allow only same-origin pages.
    */
   readonly corsOrigins?: readonly string[];
+  /**
+   * Host names (such as "toolruntime.internal"), besides localhost and IP addresses, that calls may
+   * name while authentication is off. Default: none. Without identities, a request naming another
+   * host is refused with PERMISSION_DENIED (HTTP 403), and so is one from a browser page whose
+   * Origin is neither the server's own nor in `corsOrigins`: DNS rebinding protection. With
+   * identities, every host and origin is served. Health checks are served whatever they name.
+   */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * Drop fields the contract does not define from Connect and gRPC-Web JSON requests. Default
+   * false: such a request is INVALID_ARGUMENT naming the field, so that a misspelt field ("input"
+   * for "inputs") is not silently ignored. Binary requests keep protobuf's rule: unknown fields
+   * are skipped (they are how an older server reads a newer client).
+   */
+  readonly jsonIgnoreUnknownFields?: boolean;
   /** The MCP gateway at `/mcp` on the HTTP port. */
   readonly mcp?: {
     /** Tools per tools/list page. Default 100. */
@@ -200,7 +216,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // 5 ms 50–60 ms; 3 ms kept it at 40–47 ms, perhaps at some admission rate (see the design
   // notes, "Transports").
   const pacer = createCallPacer(3);
-  const grpc = createGrpcServer(connection);
+  // Rebinding protection is for the unauthenticated mode: with identities, a page cannot call
+  // without a token or certificate, whatever name it used.
+  const rebindingGuard =
+    identities.length === 0
+      ? createRebindingGuard({ allowedHosts: options.allowedHosts ?? [], corsOrigins: options.corsOrigins ?? [] })
+      : undefined;
+  const grpc = createGrpcServer(connection, rebindingGuard);
   const grpcServer = grpc.server;
   const adapterOptions = { logger, shutdownSignal: shutdown.signal, limiter, pacer, tls: tls !== undefined };
   addServiceToGrpcServer(grpcServer, RegistryService, registry, adapterOptions);
@@ -232,7 +254,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     readMaxBytes: connection.maxMessageBytes,
     writeMaxBytes: connection.maxMessageBytes,
     binaryOptions: { recursionLimit: protobufRecursionLimit },
-    jsonOptions: { recursionLimit: protobufRecursionLimit },
+    jsonOptions: {
+      recursionLimit: protobufRecursionLimit,
+      ignoreUnknownFields: options.jsonIgnoreUnknownFields ?? false,
+    },
     interceptors: [binaryResponsesInterceptor()],
     shutdownSignal: shutdown.signal,
     contextValues: (request) => {
@@ -261,7 +286,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     grpcPort = await grpc.listen(host, options.grpcPort ?? 50051, tls);
     try {
       http = await listenHttp(
-        { host, port: options.httpPort ?? 8080, connection, tls, corsOrigins: options.corsOrigins, mcp: mcp.handle },
+        {
+          host,
+          port: options.httpPort ?? 8080,
+          connection,
+          tls,
+          corsOrigins: options.corsOrigins,
+          mcp: mcp.handle,
+          rebindingGuard,
+        },
         withOperationalEndpoints(
           withCallLimit(connectHandler, limiter, {
             pacer,

@@ -310,7 +310,7 @@ describe("Requests to the HTTP port (Connect handler, MCP)", () => {
       const body = JSON.stringify({ toolName: "builtin.echo", inputs: { pad: "x".repeat(8_000) } });
       const answer = await exchangeRaw(
         Number(new URL(server.httpUrl).port),
-        `POST /toolruntime.v1.RunnerService/ExecuteTool HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+        `POST /toolruntime.v1.RunnerService/ExecuteTool HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
       );
       expect(answer).to.match(/^HTTP\/1\.1 429 /);
       expect(answer).to.contain('"code":"resource_exhausted"');

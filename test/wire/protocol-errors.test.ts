@@ -65,6 +65,59 @@ describe("Protocol errors over the wire", () => {
     });
   });
 
+  describe("frame flags on the gRPC port", () => {
+    const flagged = (flags: number, message: Uint8Array): Buffer => {
+      const frame = Buffer.alloc(5 + message.byteLength);
+      frame.writeUInt8(flags, 0);
+      frame.writeUInt32BE(message.byteLength, 1);
+      frame.set(message, 5);
+      return frame;
+    };
+    // GetToolRequest { name: "builtin.echo" }: a valid message, so only the flags can be refused.
+    const getTool = Buffer.concat([Buffer.from([0x12, 12]), Buffer.from("builtin.echo")]);
+    const badFlags = (flags: string) =>
+      `request frame has flags ${flags}: a client sends only 0x00 (uncompressed) or 0x01 (compressed)`;
+    const methods = [
+      { kind: "unary", path: "/toolruntime.v1.RegistryService/GetTool", message: getTool },
+      { kind: "server-streaming", path: "/toolruntime.v1.RunnerService/RunTool", message: Buffer.alloc(0) },
+      { kind: "bidi-streaming", path: "/toolruntime.v1.ProviderService/Connect", message: Buffer.alloc(0) },
+    ] as const;
+    for (const method of methods) {
+      for (const flags of [0x02, 0x03, 0x80, 0xff]) {
+        const shown = `0x${flags.toString(16).padStart(2, "0")}`;
+        it(`answers INVALID_ARGUMENT to a ${method.kind} call whose frame has flags ${shown}, as the HTTP port does`, async () => {
+          const answer = await rawGrpc(server.grpcAddress, method.path, flagged(flags, method.message));
+          expect(answer).to.deep.equal({ status: String(status.INVALID_ARGUMENT), message: badFlags(shown) });
+        });
+      }
+    }
+    it("refuses a bad frame that follows a good one in the same request stream", async () => {
+      // ConnectRequest { hello: ProviderHello { provider_name: "p" } }, then a frame flagged 0x02.
+      const hello = Buffer.from([0x0a, 0x03, 0x0a, 0x01, 0x70]);
+      const body = Buffer.concat([flagged(0, hello), flagged(0x02, Buffer.alloc(0))]);
+      const answer = await rawGrpc(server.grpcAddress, "/toolruntime.v1.ProviderService/Connect", body);
+      expect(answer).to.deep.equal({ status: String(status.INVALID_ARGUMENT), message: badFlags("0x02") });
+    });
+    it("serves flags 0x00, and 0x01 with the compression the call names", async () => {
+      const session = http2.connect(`http://${server.grpcAddress}`);
+      try {
+        expect((await exchange(session, methods[0].path, flagged(0, getTool))).status).to.equal("0");
+        const stream = session.request({
+          ":method": "POST",
+          ":path": methods[0].path,
+          "content-type": "application/grpc",
+          "grpc-encoding": "gzip",
+          te: "trailers",
+        });
+        const answered = statusOf(stream);
+        stream.end(flagged(1, zlib.gzipSync(getTool)));
+        expect((await answered).status).to.equal("0");
+      } finally {
+        session.close();
+      }
+    });
+  });
+
   describe("calls the gRPC port answered before their request stream ended", () => {
     const executeTool = "/toolruntime.v1.RunnerService/ExecuteTool";
     const grpcFrame = (message: Uint8Array): Buffer => {
