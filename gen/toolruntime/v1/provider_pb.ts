@@ -589,7 +589,8 @@ export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
  *     send. A provider that sends nothing for the failure timeout is considered dead: its stream
  *     ends with UNAVAILABLE, its runs in flight end with a "ProviderError" result, and, when it was
  *     the last connection serving them, its tools are removed (watchers see REMOVED; activations in
- *     runners are kept, and runs meet NOT_FOUND naming the provider) until it reconnects.
+ *     runners are kept, and calls naming them meet UNAVAILABLE "ProviderUnavailableError" naming
+ *     the provider, with `retry_after_ms`) until it reconnects.
  *  5. Messages about runs the provider was not assigned, or sent twice, are answered with a
  *     `rejected` message and otherwise ignored.
  *  6. To stop gracefully, the provider sends `drain`: the server assigns it no new runs (they go to
