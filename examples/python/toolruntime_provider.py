@@ -55,6 +55,7 @@ again; `drain(grace)` stops it gracefully (see Provider.drain).
 
 import datetime
 import importlib
+import json
 import ipaddress
 import queue
 import random
@@ -81,6 +82,16 @@ SPEC_FIELDS = (
     "max_concurrency",
 )
 _CLOSE = object()
+# What the server keeps of a run's text, in characters (cut here too, so that no message is over the
+# stream's limit: one would end the stream and every run on it).
+MAX_LOG_MESSAGE_LENGTH = 4096
+MAX_PROGRESS_MESSAGE_LENGTH = 1024
+MAX_ERROR_DETAILS_LENGTH = 1000
+# The server's message limit (bytes) and the largest output chunk it forwards (JSON and protobuf).
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+MAX_OUTPUT_CHUNK_BYTES = 1024 * 1024
+# Room a result leaves for what travels with its output on the server's side (as output-fits.ts).
+RESULT_RESERVE_BYTES = 64 * 1024
 
 
 def load_stubs(stubs_dir=None):
@@ -166,7 +177,11 @@ class RunContext:
         self._session.send_for(
             self.execution_id,
             pb.ConnectRequest(
-                progress=pb.ProviderProgress(execution_id=self.execution_id, fraction=value, message=str(message))
+                progress=pb.ProviderProgress(
+                    execution_id=self.execution_id,
+                    fraction=value,
+                    message=str(message)[:MAX_PROGRESS_MESSAGE_LENGTH],
+                )
             ),
         )
 
@@ -175,7 +190,11 @@ class RunContext:
         pb = self._provider.stubs.provider_pb2
         self._session.send_for(
             self.execution_id,
-            pb.ConnectRequest(log=pb.ProviderLog(execution_id=self.execution_id, level=level, message=str(message))),
+            pb.ConnectRequest(
+                log=pb.ProviderLog(
+                    execution_id=self.execution_id, level=level, message=str(message)[:MAX_LOG_MESSAGE_LENGTH]
+                )
+            ),
         )
 
     def emit_output(self, value):
@@ -186,6 +205,14 @@ class RunContext:
             chunk = stubs.json_format.ParseDict(value, stubs.struct_pb2.Value())
         except Exception as err:  # noqa: BLE001 - the same TypeError whatever the parser raised
             raise TypeError(f"output chunk is not a JSON value: {err}") from err
+        # Within what the server forwards, as JSON and as protobuf: a larger chunk fails the run.
+        json_bytes = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        encoded = chunk.ByteSize()
+        if max(json_bytes, encoded) > MAX_OUTPUT_CHUNK_BYTES:
+            raise TypeError(
+                f"output chunk is larger than the limit of {MAX_OUTPUT_CHUNK_BYTES} bytes "
+                f"({json_bytes} bytes of JSON, {encoded} bytes once encoded as protobuf)"
+            )
         self._session.send_for(
             self.execution_id,
             pb.ConnectRequest(output=pb.ProviderOutput(execution_id=self.execution_id, chunk=chunk)),
@@ -272,6 +299,7 @@ class Provider:
     reached or its TLS handshake fails). A refusal (INVALID_ARGUMENT, ALREADY_EXISTS,
     PERMISSION_DENIED, UNAUTHENTICATED...) ends it too. `on_event(kind, detail)`, when given, is
     called (from the stream's threads) with "welcome", "assign", "cancel", "rejected",
+    "draining" (the server's reason: it stops, so the provider finishes its runs and connects again),
     "disconnected" ((error, delay in seconds)) and "closed".
     """
 
@@ -481,6 +509,16 @@ class Provider:
             self._on_event("cancel", response.cancel.execution_id)
         elif kind == "rejected":
             self._on_event("rejected", (response.rejected.execution_id, response.rejected.reason))
+        elif kind == "draining":
+            # The server stops: finish the runs held, then end this stream; the provider then
+            # connects again (to another replica, behind a load balancer), as after any stream.
+            self._on_event("draining", response.draining.reason)
+            with session.lock:
+                already = session.draining
+                session.draining = True
+                idle = not session.runs
+            if not already and idle:
+                session.end()
 
     def _assign(self, session, assignment):
         pb = self.stubs.provider_pb2
@@ -536,6 +574,14 @@ class Provider:
             except Exception as err:  # noqa: BLE001 - not JSON: the output is invalid
                 result = pb.ProviderResult(execution_id=context.execution_id)
                 error = ("OutputValidationError", f"output is not a JSON object: {err}")
+        room = MAX_MESSAGE_BYTES - RESULT_RESERVE_BYTES
+        if error is None and result.ByteSize() > room:
+            size = result.ByteSize()
+            result = pb.ProviderResult(execution_id=context.execution_id)
+            error = (
+                "OutputValidationError",
+                f"output is larger than the limit of {room} bytes once encoded as protobuf ({size} bytes)",
+            )
         if error is not None:
             result.error.CopyFrom(
                 stubs.tool_pb2.ToolError(tool_name=context.tool_name, error_type=error[0], details=error[1])
@@ -641,4 +687,8 @@ def _declared_type(err):
 def _describe(err):
     """What the caller reads after "handler of TOOL failed: ": the exception's type and text."""
     text = str(err)
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    described = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    # Cut as the server cuts it: a longer text could make the result over the stream's limit.
+    if len(described) > MAX_ERROR_DETAILS_LENGTH:
+        return described[: MAX_ERROR_DETAILS_LENGTH - 3] + "..."
+    return described

@@ -51,6 +51,11 @@ export const ErrorType = {
   PermissionDenied: "PermissionDeniedError",
   /** The server is shutting down. */
   Unavailable: "UnavailableError",
+  /**
+   * The tool is served by a provider that is not connected now (it disconnected; activations are
+   * kept): retry after `retry_after_ms`, or on another replica (UNAVAILABLE).
+   */
+  ProviderUnavailable: "ProviderUnavailableError",
   /** Inputs are not a JSON object or break the tool's input schema (a failed result). */
   InputValidation: "InputValidationError",
   /** Output is not a JSON object or breaks the tool's output schema (a failed result). */
@@ -107,7 +112,7 @@ export class ToolRuntimeError extends Error {
     readonly errorType: ErrorTypeName,
     readonly details: string,
     readonly toolName = "",
-    /** For RESOURCE_EXHAUSTED: when to retry, in milliseconds; 0 when unknown. */
+    /** For RESOURCE_EXHAUSTED and an offline provider's UNAVAILABLE: when to retry, in milliseconds; 0 when unknown. */
     readonly retryAfterMs = 0,
   ) {
     super(details);

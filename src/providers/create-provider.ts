@@ -9,6 +9,7 @@ import { checkJsonObject, defaultJsonLimits, outputChunkLimits, type JsonLimits 
 import type { ToolContext } from "../registry/tool-definition.js";
 import { EventQueue } from "../runner/event-queue.js";
 import { describeThrown } from "../runner/run-outcome.js";
+import { maxLogMessageLength, maxProgressMessageLength } from "../runner/text-limits.js";
 import type { DefinedTool } from "../tools/define-tool.js";
 import { createProviderTransport, type ProviderTlsOptions } from "./provider-transport.js";
 import { reconnectDelayMs, type ReconnectOptions } from "./reconnect-delay.js";
@@ -41,13 +42,18 @@ export interface ProviderOptions {
   readonly reconnect?: ReconnectOptions | false;
   /** Limits on outputs, as the server's (default 64 levels, 4 MiB). */
   readonly jsonLimits?: JsonLimits;
-  /** Told of each welcome and each lost connection (with the delay before the next attempt). */
+  /**
+   * Told of each welcome, each `draining` from a stopping server, and each lost connection (with
+   * the delay before the next attempt).
+   */
   readonly onEvent?: (event: ProviderEvent) => void;
 }
 
 /** What a provider tells its {@link ProviderOptions.onEvent}. */
 export type ProviderEvent =
   | { readonly kind: "connected"; readonly connectionId: string }
+  /** The server is stopping: the provider finishes its runs, then connects again (elsewhere). */
+  | { readonly kind: "draining"; readonly reason: string }
   | { readonly kind: "disconnected"; readonly error: unknown; readonly retryInMs: number | undefined };
 
 /** A running provider. */
@@ -150,12 +156,23 @@ export function createProvider(options: ProviderOptions): Provider {
         send({
           message: {
             case: "progress",
-            value: { executionId, fraction: fraction ?? -1, message: String(report.message ?? "") },
+            // Cut to what the server keeps: a longer message could make one over the stream's
+            // limit, which would end the stream and every run on it.
+            value: {
+              executionId,
+              fraction: fraction ?? -1,
+              message: String(report.message ?? "").slice(0, maxProgressMessageLength),
+            },
           },
         });
       },
       log: (level, message) =>
-        send({ message: { case: "log", value: { executionId, level, message: String(message) } } }),
+        send({
+          message: {
+            case: "log",
+            value: { executionId, level, message: String(message).slice(0, maxLogMessageLength) },
+          },
+        }),
       emitOutput: (chunk) => {
         const check = checkJsonObject({ chunk }, "output chunk", outputChunkLimits);
         if (!check.ok) throw new TypeError(check.problem);
@@ -265,6 +282,14 @@ export function createProvider(options: ProviderOptions): Provider {
         current.running
           .get(message.value.executionId)
           ?.abort(new Error(message.value.reason || "cancelled by the server"));
+        return;
+      case "draining":
+        // The server stops: finish the runs held, then end this stream; the provider then connects
+        // again (to another replica, behind a load balancer) as after any stream that ended.
+        onEvent({ kind: "draining", reason: message.value.reason });
+        if (current.draining) return;
+        current.draining = true;
+        if (current.running.size === 0) current.outgoing.end();
         return;
       case "rejected":
       case undefined:

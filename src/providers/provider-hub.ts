@@ -1,6 +1,7 @@
 import { create, toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
 import type { ConnectRequest, ConnectResponseSchema } from "../../gen/toolruntime/v1/provider_pb.js";
 import { ToolSpecSchema, type ToolSpec } from "../../gen/toolruntime/v1/tool_pb.js";
 import { ErrorType, invalidRequest, ToolRuntimeError } from "../errors/tool-runtime-error.js";
@@ -10,6 +11,8 @@ import type { ToolRegistry } from "../registry/tool-registry.js";
 import type { ToolStore } from "../stores/tool-store.js";
 import { DeclaredFailure } from "../runner/declared-failure.js";
 import { EventQueue } from "../runner/event-queue.js";
+import { RuntimeFailure } from "../runner/runtime-failure.js";
+import { assignmentSize } from "./assignment-size.js";
 
 /** Messages the server sends a provider. */
 export type ServerMessage = MessageInitShape<typeof ConnectResponseSchema>;
@@ -22,6 +25,14 @@ export interface ProviderHubOptions {
   readonly failureTimeoutMs?: number;
   /** Most provider connections at once. Default 1,000. */
   readonly maxConnections?: number;
+  /**
+   * Largest message the server sends on a provider stream, in bytes (the transport's send limit).
+   * A run whose assignment would be larger fails alone with an InputValidationError instead of
+   * ending the stream. Default 4 MiB.
+   */
+  readonly maxMessageBytes?: number;
+  /** Where the hub says why a run failed alone or a stream ended; silent when absent. */
+  readonly logger?: Logger | undefined;
 }
 
 /** How an assignment ended on the provider's side: a result, or handed back by a draining provider. */
@@ -80,8 +91,12 @@ export class ProviderHub {
   readonly heartbeatIntervalMs: number;
   readonly failureTimeoutMs: number;
   readonly #maxConnections: number;
+  readonly #maxMessageBytes: number;
+  readonly #logger: Logger | undefined;
   readonly #connections = new Set<ProviderConnection>();
   readonly #tools = new Map<string, ServedTool>();
+  /** Why the server stops, once {@link drainAll} was called. */
+  #drainReason: string | undefined;
 
   /**
    * @param registry the default registry's view, where provider-served tools are registered
@@ -95,6 +110,8 @@ export class ProviderHub {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5000;
     this.failureTimeoutMs = options.failureTimeoutMs ?? 15_000;
     this.#maxConnections = options.maxConnections ?? 1000;
+    this.#maxMessageBytes = options.maxMessageBytes ?? 4 * 1024 * 1024;
+    this.#logger = options.logger;
   }
 
   /**
@@ -185,8 +202,14 @@ export class ProviderHub {
           lastHeard = Date.now();
           this.#receive(connection, next.value);
         }
-      } catch {
-        // The stream broke: the provider is gone.
+      } catch (error) {
+        // The stream broke (the provider vanished, or sent a message over the transport's limit):
+        // say so, since every run in flight on it fails with it.
+        const runsInFlight = connection.inFlight.size;
+        this.#logger?.[runsInFlight > 0 ? "warn" : "info"](
+          { providerName: connection.providerName, connectionId: connection.id, runsInFlight, err: error },
+          "provider stream broke: its runs in flight fail",
+        );
       } finally {
         connection.outgoing.end();
       }
@@ -205,6 +228,8 @@ export class ProviderHub {
           },
         },
       };
+      // A provider that connects while the server stops is told at once.
+      if (this.#drainReason !== undefined) this.#tellDraining(connection, this.#drainReason);
       for await (const message of connection.outgoing) yield message;
       if (failure) throw failure;
     } finally {
@@ -214,6 +239,24 @@ export class ProviderHub {
       this.#drop(connection, failure?.details ?? `provider ${quote(connection.providerName)} disconnected`);
       void iterator.return?.();
     }
+  }
+
+  /**
+   * Tells every provider connection that the server stops (`draining` with `reason`) and assigns
+   * them no new runs: each finishes the runs it holds, ends its stream and connects again
+   * elsewhere, so a server whose providers are idle stops without waiting for its grace period.
+   * Connections that arrive later are told as soon as they are welcomed.
+   */
+  drainAll(reason: string): void {
+    if (this.#drainReason !== undefined) return;
+    this.#drainReason = reason;
+    for (const connection of this.#connections) this.#tellDraining(connection, reason);
+  }
+
+  #tellDraining(connection: ProviderConnection, reason: string): void {
+    if (connection.closed) return;
+    connection.draining = true;
+    connection.outgoing.push({ message: { case: "draining", value: { reason } } });
   }
 
   async #accept(
@@ -294,16 +337,45 @@ export class ProviderHub {
    */
   #dispatcher(toolName: string) {
     return async (inputs: JsonObject, context: ToolContext): Promise<unknown> => {
+      const deadline = timestampFromDate(context.deadline);
+      this.#ensureDeliverable(toolName, inputs, deadline, context);
       for (;;) {
         const connection = await this.#pickConnection(toolName, context.signal);
-        const answer = await this.#assign(connection, toolName, inputs, context);
+        const answer = await this.#assign(connection, toolName, inputs, deadline, context);
         if (answer.kind === "result") return answer.output;
       }
     };
   }
 
+  /**
+   * Fails a run (with an InputValidationError, and a line in the log) whose assignment would be
+   * over the stream's message limit, before it is sent: the transport would otherwise end the
+   * provider's stream, failing every run on it, and no one would learn why.
+   */
+  #ensureDeliverable(toolName: string, inputs: JsonObject, deadline: Timestamp, context: ToolContext): void {
+    const providerName = this.#tools.get(toolName)?.providerName;
+    // No provider: the dispatcher fails the run with a ProviderError.
+    if (providerName === undefined) return;
+    const sizeBytes = assignmentSize({ executionId: context.executionId, toolName, inputs, deadline });
+    if (sizeBytes <= this.#maxMessageBytes) return;
+    this.#logger?.warn(
+      { providerName, toolName, executionId: context.executionId, sizeBytes, limitBytes: this.#maxMessageBytes },
+      "run not assigned to provider: its assignment would be over the stream's message limit",
+    );
+    throw new RuntimeFailure(
+      ErrorType.InputValidation,
+      `inputs of ${quote(toolName)} cannot be delivered to provider ${quote(providerName)}: its assignment would be ${sizeBytes} bytes once encoded, over the provider stream's message limit of ${this.#maxMessageBytes} bytes: send smaller inputs`,
+    );
+  }
+
   /** Sends one run to one connection; settles with its answer, or rejects when it fails or is cancelled. */
-  #assign(connection: ProviderConnection, toolName: string, inputs: JsonObject, context: ToolContext): Promise<Answer> {
+  #assign(
+    connection: ProviderConnection,
+    toolName: string,
+    inputs: JsonObject,
+    deadline: Timestamp,
+    context: ToolContext,
+  ): Promise<Answer> {
     return new Promise<Answer>((resolve, reject) => {
       const executionId = context.executionId;
       const onAbort = (): void => {
@@ -331,7 +403,7 @@ export class ProviderHub {
       connection.outgoing.push({
         message: {
           case: "assign",
-          value: { executionId, toolName, inputs, deadline: timestampFromDate(context.deadline) },
+          value: { executionId, toolName, inputs, deadline },
         },
       });
     });
@@ -420,9 +492,20 @@ export class ProviderHub {
         run.context.log(level as "info", message.value.message);
         return;
       }
-      case "output":
-        run.context.emitOutput(message.value.chunk ? toJson(ValueSchema, message.value.chunk) : null);
+      case "output": {
+        const chunk = message.value.chunk;
+        try {
+          run.context.emitOutput(chunk ? toJson(ValueSchema, chunk) : null);
+        } catch (error) {
+          this.#failRun(
+            connection,
+            run,
+            executionId,
+            `output of ${quote(run.context.toolName)} from provider ${quote(connection.providerName)} cannot be forwarded: ${(error as Error).message}`,
+          );
+        }
         return;
+      }
       case "result":
         connection.inFlight.delete(executionId);
         this.#wakeWaiters(connection);
@@ -446,6 +529,22 @@ export class ProviderHub {
       default:
         return;
     }
+  }
+
+  /**
+   * Fails one run for what its provider sent (an output chunk the server cannot forward) with an
+   * OutputValidationError, tells the provider to stop it, and logs why; the connection and its
+   * other runs go on. A later message about the run is `rejected`.
+   */
+  #failRun(connection: ProviderConnection, run: PendingRun, executionId: string, details: string): void {
+    connection.inFlight.delete(executionId);
+    connection.outgoing.push({ message: { case: "cancel", value: { executionId, reason: details } } });
+    this.#wakeWaiters(connection);
+    this.#logger?.warn(
+      { providerName: connection.providerName, connectionId: connection.id, executionId, reason: details },
+      "run failed: its provider sent what the server cannot forward",
+    );
+    run.reject(new RuntimeFailure(ErrorType.OutputValidation, details));
   }
 
   /** A connection freed a slot: let one waiting run of each of its tools look again. */

@@ -17,6 +17,8 @@ import { HandlerContext, type HandlerContextActions } from "./handler-context.js
 import { isoTime } from "./iso-time.js";
 import { chunkSizeProblem, roomForOutput, sizeProblem } from "./output-fits.js";
 import { cut, describeThrown, failed, succeeded } from "./run-outcome.js";
+import { RuntimeFailure } from "./runtime-failure.js";
+import { maxLogMessageLength, maxProgressMessageLength } from "./text-limits.js";
 import type { RunInfo, RunObserver } from "./run-observer.js";
 import type { PreparedRun } from "./tool-runner.js";
 
@@ -82,9 +84,6 @@ export interface ExecuteOptions {
   readonly reserveRunFacts?: boolean | undefined;
 }
 
-/** Longest progress message kept, in characters. */
-const maxProgressMessageLength = 1024;
-
 type AbortReason = "timeout" | "deadline" | "cancelled" | "heartbeat";
 
 type HandlerOutcome =
@@ -125,6 +124,15 @@ function declaredFailureOf(thrown: unknown): DeclaredFailure | undefined {
   }
 }
 
+/** What a handler threw, when it is a failure the runtime described itself (see RuntimeFailure). */
+function runtimeFailureOf(thrown: unknown): RuntimeFailure | undefined {
+  try {
+    return thrown instanceof RuntimeFailure ? thrown : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What a handler threw, when it is a provider's failure to run it (see providers/). */
 function providerErrorOf(thrown: unknown): Error | undefined {
   try {
@@ -133,9 +141,6 @@ function providerErrorOf(thrown: unknown): Error | undefined {
     return undefined;
   }
 }
-
-/** Longest log line kept, in characters. */
-const maxLogMessageLength = 4096;
 
 // Timer callbacks shared by every run: the run comes as the timer's argument, not in a closure.
 const abortOnTimeout = (run: ToolExecution): void => run.abort("timeout");
@@ -504,6 +509,16 @@ class ToolExecution implements RunInfo, HandlerContextActions {
             name,
             declared.errorType,
             `handler of ${quote(name)} ${output ? "returned invalid output" : "failed"}: ${cut(declared.details)}`,
+            durationMs,
+            this.#metadata(durationMs),
+          );
+        }
+        const runtimeFailure = runtimeFailureOf(outcome.error);
+        if (runtimeFailure) {
+          return failed(
+            name,
+            runtimeFailure.errorType,
+            cut(runtimeFailure.details),
             durationMs,
             this.#metadata(durationMs),
           );

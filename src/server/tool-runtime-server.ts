@@ -165,6 +165,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       ...options.executions,
       observers: [metrics.executionObserver, ...(options.executions?.observers ?? [])],
     },
+    // The provider streams' send limit is the transport's: an assignment over it fails its run alone.
+    providers: { maxMessageBytes: connection.maxMessageBytes, logger, ...options.providers },
     runners: {
       ...options.runners,
       jsonLimits: { maxDepth: 64, maxBytes: connection.maxMessageBytes, ...options.runners?.jsonLimits },
@@ -357,6 +359,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     async close(graceMs = 5000) {
       closing = true;
       health.notServing();
+      // Providers finish their runs and leave (for another replica) at once: an idle provider
+      // stream would otherwise hold the gRPC port's drain for the whole grace period.
+      runtime.providers.drainAll("the server is shutting down");
       // Streams with nothing in progress to finish (MCP notification streams, watches of the
       // registry, of the runs and of health) would hold the ports' drain until the grace period
       // ends: they end now, the watches with UNAVAILABLE so that clients reconnect elsewhere.

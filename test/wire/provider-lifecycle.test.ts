@@ -310,7 +310,7 @@ describe("Provider liveness", () => {
       await server.close(0);
     });
 
-    it("is offline meanwhile (NOT_FOUND names the provider), then reconnects, re-announces its tools and keeps its activations", async () => {
+    it("is offline meanwhile (UNAVAILABLE names the provider), then reconnects, re-announces its tools and keeps its activations", async () => {
       await client.runner.activateTool({ runner: "kept", toolName: "flaky.upper" });
       const first = provider.connectionId;
       const abort = new AbortController();
@@ -336,17 +336,22 @@ describe("Provider liveness", () => {
       expect(lost.retryInMs).to.be.within(10, 20);
 
       const offline = 'tool "flaky.upper" is served by provider "flaky", which is not connected';
-      await expectToolError(client.registry.getTool({ name: "flaky.upper" }), Code.NotFound, "NotFoundError", offline);
+      await expectToolError(
+        client.registry.getTool({ name: "flaky.upper" }),
+        Code.Unavailable,
+        "ProviderUnavailableError",
+        offline,
+      );
       await expectToolError(
         client.runner.executeTool({ runner: "kept", toolName: "flaky.upper", inputs: { text: "x" } }),
-        Code.NotFound,
-        "NotFoundError",
+        Code.Unavailable,
+        "ProviderUnavailableError",
         offline,
       );
       await expectToolError(
         client.runner.activateTool({ runner: "other", toolName: "flaky.upper" }),
-        Code.NotFound,
-        "ActivationError",
+        Code.Unavailable,
+        "ProviderUnavailableError",
         offline,
       );
 

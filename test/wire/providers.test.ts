@@ -209,7 +209,11 @@ describe("Tool providers over the provider protocol", () => {
       (response) => response.event as RunEvent,
     );
     expect(resultOf(events).error?.errorType).to.equal("ProviderError");
-    await expectToolError(client.registry.getTool({ name: "leaving.wait" }), Code.NotFound, "NotFoundError");
+    await expectToolError(
+      client.registry.getTool({ name: "leaving.wait" }),
+      Code.Unavailable,
+      "ProviderUnavailableError",
+    );
   });
 
   it("fails a run promptly when its provider process is killed, leaving no run, stream or tool behind", async () => {

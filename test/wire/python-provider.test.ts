@@ -277,8 +277,8 @@ describe("A Python provider behaves like an in-process tool and reconnects", fun
     await until(ToolChangeType.REMOVED);
     await expectToolError(
       client.registry.getTool({ name: "pyfix.upper" }),
-      Code.NotFound,
-      "NotFoundError",
+      Code.Unavailable,
+      "ProviderUnavailableError",
       'tool "pyfix.upper" is served by provider "pyfix", which is not connected',
     );
     proxy.resume();

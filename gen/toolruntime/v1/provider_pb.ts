@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolruntime/v1/provider.proto.
  */
 export const file_toolruntime_v1_provider: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b29scnVudGltZS92MS9wcm92aWRlci5wcm90bxIOdG9vbHJ1bnRpbWUudjEisAMKDkNvbm5lY3RSZXF1ZXN0Ei4KBWhlbGxvGAEgASgLMh0udG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIZWxsb0gAEjYKCWhlYXJ0YmVhdBgCIAEoCzIhLnRvb2xydW50aW1lLnYxLlByb3ZpZGVySGVhcnRiZWF0SAASNAoIcHJvZ3Jlc3MYAyABKAsyIC50b29scnVudGltZS52MS5Qcm92aWRlclByb2dyZXNzSAASKgoDbG9nGAQgASgLMhsudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJMb2dIABIwCgZvdXRwdXQYBSABKAsyHi50b29scnVudGltZS52MS5Qcm92aWRlck91dHB1dEgAEjAKBnJlc3VsdBgGIAEoCzIeLnRvb2xydW50aW1lLnYxLlByb3ZpZGVyUmVzdWx0SAASLgoFZHJhaW4YByABKAsyHS50b29scnVudGltZS52MS5Qcm92aWRlckRyYWluSAASNQoJaGFuZF9iYWNrGAggASgLMiAudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIYW5kQmFja0gAQgkKB21lc3NhZ2UiHwoNUHJvdmlkZXJEcmFpbhIOCgZyZWFzb24YASABKAkiOAoQUHJvdmlkZXJIYW5kQmFjaxIUCgxleGVjdXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJImgKDVByb3ZpZGVySGVsbG8SFQoNcHJvdmlkZXJfbmFtZRgBIAEoCRInCgV0b29scxgCIAMoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjEhcKD21heF9jb25jdXJyZW5jeRgDIAEoDSITChFQcm92aWRlckhlYXJ0YmVhdCJLChBQcm92aWRlclByb2dyZXNzEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIQCghmcmFjdGlvbhgCIAEoARIPCgdtZXNzYWdlGAMgASgJIkMKC1Byb3ZpZGVyTG9nEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRINCgVsZXZlbBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIk0KDlByb3ZpZGVyT3V0cHV0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIlCgVjaHVuaxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ5Cg5Qcm92aWRlclJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAkSJwoGb3V0cHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgVlcnJvchgDIAEoCzIZLnRvb2xydW50aW1lLnYxLlRvb2xFcnJvciKfAgoPQ29ubmVjdFJlc3BvbnNlEjIKB3dlbGNvbWUYASABKAsyHy50b29scnVudGltZS52MS5Qcm92aWRlcldlbGNvbWVIABI0CgloZWFydGJlYXQYAiABKAsyHy50b29scnVudGltZS52MS5TZXJ2ZXJIZWFydGJlYXRIABIvCgZhc3NpZ24YAyABKAsyHS50b29scnVudGltZS52MS5SdW5Bc3NpZ25tZW50SAASMQoGY2FuY2VsGAQgASgLMh8udG9vbHJ1bnRpbWUudjEuUnVuQ2FuY2VsbGF0aW9uSAASMwoIcmVqZWN0ZWQYBSABKAsyHy50b29scnVudGltZS52MS5NZXNzYWdlUmVqZWN0ZWRIAEIJCgdtZXNzYWdlIowBCg9Qcm92aWRlcldlbGNvbWUSFQoNY29ubmVjdGlvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0SGgoSZmFpbHVyZV90aW1lb3V0X21zGAMgASgNEicKBXRvb2xzGAQgAygLMhgudG9vbHJ1bnRpbWUudjEuVG9vbFNwZWMiEQoPU2VydmVySGVhcnRiZWF0IqQBCg1SdW5Bc3NpZ25tZW50EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJwoGaW5wdXRzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCghkZWFkbGluZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLdHJhY2VwYXJlbnQYBSABKAkiNwoPUnVuQ2FuY2VsbGF0aW9uEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiNwoPTWVzc2FnZVJlamVjdGVkEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkyYQoPUHJvdmlkZXJTZXJ2aWNlEk4KB0Nvbm5lY3QSHi50b29scnVudGltZS52MS5Db25uZWN0UmVxdWVzdBofLnRvb2xydW50aW1lLnYxLkNvbm5lY3RSZXNwb25zZSgBMAFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolruntime_v1_tool]);
+  fileDesc("Ch10b29scnVudGltZS92MS9wcm92aWRlci5wcm90bxIOdG9vbHJ1bnRpbWUudjEisAMKDkNvbm5lY3RSZXF1ZXN0Ei4KBWhlbGxvGAEgASgLMh0udG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIZWxsb0gAEjYKCWhlYXJ0YmVhdBgCIAEoCzIhLnRvb2xydW50aW1lLnYxLlByb3ZpZGVySGVhcnRiZWF0SAASNAoIcHJvZ3Jlc3MYAyABKAsyIC50b29scnVudGltZS52MS5Qcm92aWRlclByb2dyZXNzSAASKgoDbG9nGAQgASgLMhsudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJMb2dIABIwCgZvdXRwdXQYBSABKAsyHi50b29scnVudGltZS52MS5Qcm92aWRlck91dHB1dEgAEjAKBnJlc3VsdBgGIAEoCzIeLnRvb2xydW50aW1lLnYxLlByb3ZpZGVyUmVzdWx0SAASLgoFZHJhaW4YByABKAsyHS50b29scnVudGltZS52MS5Qcm92aWRlckRyYWluSAASNQoJaGFuZF9iYWNrGAggASgLMiAudG9vbHJ1bnRpbWUudjEuUHJvdmlkZXJIYW5kQmFja0gAQgkKB21lc3NhZ2UiHwoNUHJvdmlkZXJEcmFpbhIOCgZyZWFzb24YASABKAkiOAoQUHJvdmlkZXJIYW5kQmFjaxIUCgxleGVjdXRpb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJImgKDVByb3ZpZGVySGVsbG8SFQoNcHJvdmlkZXJfbmFtZRgBIAEoCRInCgV0b29scxgCIAMoCzIYLnRvb2xydW50aW1lLnYxLlRvb2xTcGVjEhcKD21heF9jb25jdXJyZW5jeRgDIAEoDSITChFQcm92aWRlckhlYXJ0YmVhdCJLChBQcm92aWRlclByb2dyZXNzEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIQCghmcmFjdGlvbhgCIAEoARIPCgdtZXNzYWdlGAMgASgJIkMKC1Byb3ZpZGVyTG9nEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRINCgVsZXZlbBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIk0KDlByb3ZpZGVyT3V0cHV0EhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIlCgVjaHVuaxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ5Cg5Qcm92aWRlclJlc3VsdBIUCgxleGVjdXRpb25faWQYASABKAkSJwoGb3V0cHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgVlcnJvchgDIAEoCzIZLnRvb2xydW50aW1lLnYxLlRvb2xFcnJvciLTAgoPQ29ubmVjdFJlc3BvbnNlEjIKB3dlbGNvbWUYASABKAsyHy50b29scnVudGltZS52MS5Qcm92aWRlcldlbGNvbWVIABI0CgloZWFydGJlYXQYAiABKAsyHy50b29scnVudGltZS52MS5TZXJ2ZXJIZWFydGJlYXRIABIvCgZhc3NpZ24YAyABKAsyHS50b29scnVudGltZS52MS5SdW5Bc3NpZ25tZW50SAASMQoGY2FuY2VsGAQgASgLMh8udG9vbHJ1bnRpbWUudjEuUnVuQ2FuY2VsbGF0aW9uSAASMwoIcmVqZWN0ZWQYBSABKAsyHy50b29scnVudGltZS52MS5NZXNzYWdlUmVqZWN0ZWRIABIyCghkcmFpbmluZxgGIAEoCzIeLnRvb2xydW50aW1lLnYxLlNlcnZlckRyYWluaW5nSABCCQoHbWVzc2FnZSIgCg5TZXJ2ZXJEcmFpbmluZxIOCgZyZWFzb24YASABKAkijAEKD1Byb3ZpZGVyV2VsY29tZRIVCg1jb25uZWN0aW9uX2lkGAEgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgCIAEoDRIaChJmYWlsdXJlX3RpbWVvdXRfbXMYAyABKA0SJwoFdG9vbHMYBCADKAsyGC50b29scnVudGltZS52MS5Ub29sU3BlYyIRCg9TZXJ2ZXJIZWFydGJlYXQipAEKDVJ1bkFzc2lnbm1lbnQSFAoMZXhlY3V0aW9uX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRInCgZpbnB1dHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgt0cmFjZXBhcmVudBgFIAEoCSI3Cg9SdW5DYW5jZWxsYXRpb24SFAoMZXhlY3V0aW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI3Cg9NZXNzYWdlUmVqZWN0ZWQSFAoMZXhlY3V0aW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCTJhCg9Qcm92aWRlclNlcnZpY2USTgoHQ29ubmVjdBIeLnRvb2xydW50aW1lLnYxLkNvbm5lY3RSZXF1ZXN0Gh8udG9vbHJ1bnRpbWUudjEuQ29ubmVjdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolruntime_v1_tool]);
 
 /**
  * A message from the provider.
@@ -395,6 +395,14 @@ export type ConnectResponse = Message<"toolruntime.v1.ConnectResponse"> & {
      */
     value: MessageRejected;
     case: "rejected";
+  } | {
+    /**
+     * The server is stopping: finish the runs held, end the stream and connect again.
+     *
+     * @generated from field: toolruntime.v1.ServerDraining draining = 6;
+     */
+    value: ServerDraining;
+    case: "draining";
   } | { case: undefined; value?: undefined };
 };
 
@@ -404,6 +412,30 @@ export type ConnectResponse = Message<"toolruntime.v1.ConnectResponse"> & {
  */
 export const ConnectResponseSchema: GenMessage<ConnectResponse> = /*@__PURE__*/
   messageDesc(file_toolruntime_v1_provider, 9);
+
+/**
+ * The server is stopping (it is shutting down): it assigns this connection no new runs. The
+ * provider should finish the runs it holds and send their results (runs still going when the
+ * server's shutdown grace period ends are cancelled), then end its stream, and connect again
+ * (elsewhere, behind a load balancer) with its usual backoff. Sent at most once per connection.
+ *
+ * @generated from message toolruntime.v1.ServerDraining
+ */
+export type ServerDraining = Message<"toolruntime.v1.ServerDraining"> & {
+  /**
+   * Why, for the provider's log ("the server is shutting down").
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message toolruntime.v1.ServerDraining.
+ * Use `create(ServerDrainingSchema)` to create a new message.
+ */
+export const ServerDrainingSchema: GenMessage<ServerDraining> = /*@__PURE__*/
+  messageDesc(file_toolruntime_v1_provider, 10);
 
 /**
  * The server's answer to hello.
@@ -445,7 +477,7 @@ export type ProviderWelcome = Message<"toolruntime.v1.ProviderWelcome"> & {
  * Use `create(ProviderWelcomeSchema)` to create a new message.
  */
 export const ProviderWelcomeSchema: GenMessage<ProviderWelcome> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 10);
+  messageDesc(file_toolruntime_v1_provider, 11);
 
 /**
  * A heartbeat from the server.
@@ -460,7 +492,7 @@ export type ServerHeartbeat = Message<"toolruntime.v1.ServerHeartbeat"> & {
  * Use `create(ServerHeartbeatSchema)` to create a new message.
  */
 export const ServerHeartbeatSchema: GenMessage<ServerHeartbeat> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 11);
+  messageDesc(file_toolruntime_v1_provider, 12);
 
 /**
  * A run assigned to the provider.
@@ -509,7 +541,7 @@ export type RunAssignment = Message<"toolruntime.v1.RunAssignment"> & {
  * Use `create(RunAssignmentSchema)` to create a new message.
  */
 export const RunAssignmentSchema: GenMessage<RunAssignment> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 12);
+  messageDesc(file_toolruntime_v1_provider, 13);
 
 /**
  * The server no longer wants a run: it was cancelled or timed out.
@@ -537,7 +569,7 @@ export type RunCancellation = Message<"toolruntime.v1.RunCancellation"> & {
  * Use `create(RunCancellationSchema)` to create a new message.
  */
 export const RunCancellationSchema: GenMessage<RunCancellation> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 13);
+  messageDesc(file_toolruntime_v1_provider, 14);
 
 /**
  * A message the server ignored.
@@ -565,7 +597,7 @@ export type MessageRejected = Message<"toolruntime.v1.MessageRejected"> & {
  * Use `create(MessageRejectedSchema)` to create a new message.
  */
 export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
-  messageDesc(file_toolruntime_v1_provider, 14);
+  messageDesc(file_toolruntime_v1_provider, 15);
 
 /**
  * ProviderService lets a process in any language serve tools to the runtime without opening a port
@@ -589,7 +621,8 @@ export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
  *     send. A provider that sends nothing for the failure timeout is considered dead: its stream
  *     ends with UNAVAILABLE, its runs in flight end with a "ProviderError" result, and, when it was
  *     the last connection serving them, its tools are removed (watchers see REMOVED; activations in
- *     runners are kept, and runs meet NOT_FOUND naming the provider) until it reconnects.
+ *     runners are kept, and calls naming them meet UNAVAILABLE "ProviderUnavailableError" naming
+ *     the provider, with `retry_after_ms`) until it reconnects.
  *  5. Messages about runs the provider was not assigned, or sent twice, are answered with a
  *     `rejected` message and otherwise ignored.
  *  6. To stop gracefully, the provider sends `drain`: the server assigns it no new runs (they go to
@@ -597,6 +630,12 @@ export const MessageRejectedSchema: GenMessage<MessageRejected> = /*@__PURE__*/
  *     with its `result`, or with `hand_back` to return a run it will not finish: the server assigns
  *     that run again elsewhere, as if it had never been assigned. When it holds no runs, it ends the
  *     stream.
+ *  7. When the server stops (a shutdown or a rolling restart), it sends `draining` at once and
+ *     assigns the connection nothing more. The provider finishes the runs it holds (the server
+ *     waits for them within its shutdown grace period; runs still going when it ends are
+ *     cancelled), sends their results, ends its stream, and connects again: behind a load
+ *     balancer, to another replica. A provider with no runs ends its stream at once, so that a
+ *     server with idle providers stops without waiting for its grace period.
  *
  * Errors of Connect: INVALID_ARGUMENT, ALREADY_EXISTS, PERMISSION_DENIED (the identity lacks
  * `provide` on a tool), RESOURCE_EXHAUSTED, UNAVAILABLE (failure timeout or shutdown).

@@ -203,7 +203,9 @@ export type ToolError = Message<"toolruntime.v1.ToolError"> & {
   details: string;
 
   /**
-   * For RESOURCE_EXHAUSTED from admission: how long to wait before retrying, in milliseconds.
+   * How long to wait before retrying, in milliseconds; 0 when the error says nothing of it. Set for
+   * RESOURCE_EXHAUSTED from admission and for UNAVAILABLE "ProviderUnavailableError" (the tool's
+   * provider is not connected now).
    *
    * @generated from field: uint32 retry_after_ms = 4;
    */

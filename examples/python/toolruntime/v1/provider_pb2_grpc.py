@@ -27,7 +27,8 @@ class ProviderServiceStub(object):
     send. A provider that sends nothing for the failure timeout is considered dead: its stream
     ends with UNAVAILABLE, its runs in flight end with a "ProviderError" result, and, when it was
     the last connection serving them, its tools are removed (watchers see REMOVED; activations in
-    runners are kept, and runs meet NOT_FOUND naming the provider) until it reconnects.
+    runners are kept, and calls naming them meet UNAVAILABLE "ProviderUnavailableError" naming
+    the provider, with `retry_after_ms`) until it reconnects.
     5. Messages about runs the provider was not assigned, or sent twice, are answered with a
     `rejected` message and otherwise ignored.
     6. To stop gracefully, the provider sends `drain`: the server assigns it no new runs (they go to
@@ -35,6 +36,12 @@ class ProviderServiceStub(object):
     with its `result`, or with `hand_back` to return a run it will not finish: the server assigns
     that run again elsewhere, as if it had never been assigned. When it holds no runs, it ends the
     stream.
+    7. When the server stops (a shutdown or a rolling restart), it sends `draining` at once and
+    assigns the connection nothing more. The provider finishes the runs it holds (the server
+    waits for them within its shutdown grace period; runs still going when it ends are
+    cancelled), sends their results, ends its stream, and connects again: behind a load
+    balancer, to another replica. A provider with no runs ends its stream at once, so that a
+    server with idle providers stops without waiting for its grace period.
 
     Errors of Connect: INVALID_ARGUMENT, ALREADY_EXISTS, PERMISSION_DENIED (the identity lacks
     `provide` on a tool), RESOURCE_EXHAUSTED, UNAVAILABLE (failure timeout or shutdown).
@@ -75,7 +82,8 @@ class ProviderServiceServicer(object):
     send. A provider that sends nothing for the failure timeout is considered dead: its stream
     ends with UNAVAILABLE, its runs in flight end with a "ProviderError" result, and, when it was
     the last connection serving them, its tools are removed (watchers see REMOVED; activations in
-    runners are kept, and runs meet NOT_FOUND naming the provider) until it reconnects.
+    runners are kept, and calls naming them meet UNAVAILABLE "ProviderUnavailableError" naming
+    the provider, with `retry_after_ms`) until it reconnects.
     5. Messages about runs the provider was not assigned, or sent twice, are answered with a
     `rejected` message and otherwise ignored.
     6. To stop gracefully, the provider sends `drain`: the server assigns it no new runs (they go to
@@ -83,6 +91,12 @@ class ProviderServiceServicer(object):
     with its `result`, or with `hand_back` to return a run it will not finish: the server assigns
     that run again elsewhere, as if it had never been assigned. When it holds no runs, it ends the
     stream.
+    7. When the server stops (a shutdown or a rolling restart), it sends `draining` at once and
+    assigns the connection nothing more. The provider finishes the runs it holds (the server
+    waits for them within its shutdown grace period; runs still going when it ends are
+    cancelled), sends their results, ends its stream, and connects again: behind a load
+    balancer, to another replica. A provider with no runs ends its stream at once, so that a
+    server with idle providers stops without waiting for its grace period.
 
     Errors of Connect: INVALID_ARGUMENT, ALREADY_EXISTS, PERMISSION_DENIED (the identity lacks
     `provide` on a tool), RESOURCE_EXHAUSTED, UNAVAILABLE (failure timeout or shutdown).
@@ -132,7 +146,8 @@ class ProviderService(object):
     send. A provider that sends nothing for the failure timeout is considered dead: its stream
     ends with UNAVAILABLE, its runs in flight end with a "ProviderError" result, and, when it was
     the last connection serving them, its tools are removed (watchers see REMOVED; activations in
-    runners are kept, and runs meet NOT_FOUND naming the provider) until it reconnects.
+    runners are kept, and calls naming them meet UNAVAILABLE "ProviderUnavailableError" naming
+    the provider, with `retry_after_ms`) until it reconnects.
     5. Messages about runs the provider was not assigned, or sent twice, are answered with a
     `rejected` message and otherwise ignored.
     6. To stop gracefully, the provider sends `drain`: the server assigns it no new runs (they go to
@@ -140,6 +155,12 @@ class ProviderService(object):
     with its `result`, or with `hand_back` to return a run it will not finish: the server assigns
     that run again elsewhere, as if it had never been assigned. When it holds no runs, it ends the
     stream.
+    7. When the server stops (a shutdown or a rolling restart), it sends `draining` at once and
+    assigns the connection nothing more. The provider finishes the runs it holds (the server
+    waits for them within its shutdown grace period; runs still going when it ends are
+    cancelled), sends their results, ends its stream, and connects again: behind a load
+    balancer, to another replica. A provider with no runs ends its stream at once, so that a
+    server with idle providers stops without waiting for its grace period.
 
     Errors of Connect: INVALID_ARGUMENT, ALREADY_EXISTS, PERMISSION_DENIED (the identity lacks
     `provide` on a tool), RESOURCE_EXHAUSTED, UNAVAILABLE (failure timeout or shutdown).
