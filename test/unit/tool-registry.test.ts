@@ -200,8 +200,14 @@ describe("ToolRegistry", () => {
 
       it("keeps its indexes in step through replacement, removal, a store's changes, handlers and reset", () => {
         const registry = new ToolRegistry("mirror");
-        const runnableNames = () => pagesOf(registry, { runnableOnly: true }).names;
-        const typed = (toolType: string) => pagesOf(registry, { toolType }).names;
+        // What a listing walks is what it lists: an index holding a stale name would make it look at more.
+        const walked = (query: ListToolsQuery): string[] => {
+          const listing = pagesOf(registry, query);
+          expect(listing.examined.reduce((sum, count) => sum + count, 0)).to.equal(listing.names.length);
+          return listing.names;
+        };
+        const runnableNames = () => walked({ runnableOnly: true });
+        const typed = (toolType: string) => walked({ toolType });
         registry.register({ spec: spec("a.one", "http") });
         registry.register({ spec: spec("a.two", "http") }, {});
         registry.register({ spec: spec("a.one", "grpc") }, { replace: true });
@@ -229,7 +235,7 @@ describe("ToolRegistry", () => {
         expect(runnableNames()).to.deep.equal(["b.served"]);
         expect(typed("grpc")).to.deep.equal(["c.idle"]);
         expect(typed("http")).to.deep.equal(["b.served"]);
-        expect(pagesOf(registry, {}).names).to.deep.equal(["b.served", "c.idle"]);
+        expect(walked({})).to.deep.equal(["b.served", "c.idle"]);
       });
     });
   });
