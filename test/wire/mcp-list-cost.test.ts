@@ -175,7 +175,6 @@ describe("MCP tools/list cost at 100,000 tools", function () {
     expect(cpuMs, `${cpuMs} ms at 100,000 tools, ${smallRegistryCpuMs.restricted} ms at 1,000`).to.be.below(
       2.5 * smallRegistryCpuMs.restricted + 2,
     );
-
   });
 
   it("answers ListTools with a rare tool_type in one full page, within what the caller may read", async () => {
