@@ -1,3 +1,5 @@
+import { firstRangeReaching, type NameRange } from "./name-ranges.js";
+
 /** Most names in one chunk; a fuller chunk is split in two. */
 const maxChunkLength = 512;
 
@@ -60,6 +62,20 @@ export class SortedNames {
     if (!first) return;
     for (let index = lowerBound(first, start); index < first.length; index++) yield first[index] as string;
     for (chunkIndex++; chunkIndex < this.#chunks.length; chunkIndex++) yield* this.#chunks[chunkIndex] as string[];
+  }
+
+  /**
+   * The names in `ranges` (normalized, see normalizeRanges) not less than `start`, in order. Each
+   * range is found by binary search, so names outside the ranges are never visited.
+   */
+  *within(ranges: readonly NameRange[], start: string): Generator<string> {
+    for (let index = firstRangeReaching(ranges, start); index < ranges.length; index++) {
+      const range = ranges[index] as NameRange;
+      for (const name of this.from(range.from > start ? range.from : start)) {
+        if (range.to !== undefined && name >= range.to) break;
+        yield name;
+      }
+    }
   }
 
   /** Index of the first chunk whose last name is not less than `name`; the chunk count when none is. */

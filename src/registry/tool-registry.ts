@@ -4,7 +4,8 @@ import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
 import { ChangeLog, type ToolChange, type ToolChangeKind } from "./change-log.js";
 import { checkNamespace, checkSegmentName, ensure, quote } from "./names.js";
 import { decodePageToken, encodePageToken, resolvePageSize } from "./page-token.js";
-import { SortedNames } from "./sorted-names.js";
+import { ListingIndexes } from "./listing-indexes.js";
+import { allNames, intersectRanges, rangeOfPrefix, type NameRange } from "./name-ranges.js";
 import type { CheckpointHooks, RegisteredTool, ToolHandler } from "./tool-definition.js";
 import { RegistryEntry } from "./registry-entry.js";
 import { BackgroundPacking } from "./background-packing.js";
@@ -65,12 +66,29 @@ export interface ListToolsQuery {
   readonly pageSize?: number;
   /** A `nextPageToken` from a previous call, or "". */
   readonly pageToken?: string;
+  /** Only tools some process serves (`has_handler`): MCP's tools/list. Default false. */
+  readonly runnableOnly?: boolean | undefined;
   /**
-   * Only tools this predicate accepts (the caller's read permission); pages stay full. It sees what
-   * a tool's entry holds unpacked, so that filtering a large registry unpacks no spec.
+   * Only tools whose names are in these ranges, normalized (the names the caller may read, see
+   * allowedNameRanges). Names outside them are never visited: give them whenever `include` would
+   * reject whole ranges, so that a page costs what it lists. Default: every name.
+   */
+  readonly within?: readonly NameRange[] | undefined;
+  /**
+   * Only tools this predicate accepts (the caller's read permission). It sees what a tool's entry
+   * holds unpacked, so that filtering a large registry unpacks no spec. A page that has rejected
+   * {@link maxSkippedPerPage} tools ends there, short (even empty), with a token that continues
+   * after the last tool it looked at.
    */
   readonly include?: ((tool: ToolSummary) => boolean) | undefined;
 }
+
+/**
+ * Most tools one page looks at and leaves out (filters the indexes cannot answer, see
+ * {@link ListToolsQuery.include}), so that a page's cost stays bounded by its size whatever the
+ * filters: a page then ends early, with a token to go on.
+ */
+export const maxSkippedPerPage = 1000;
 
 /** What a registry knows of a tool without reading its spec (see {@link RegistryEntry}). */
 export interface ToolSummary {
@@ -86,6 +104,8 @@ export interface ToolPage {
   readonly nextPageToken: string;
   /** The registry version the page was read at. */
   readonly version: bigint;
+  /** How many tools the page looked at, those it left out included: the measure of its cost. */
+  readonly examined: number;
 }
 
 /** Receives every change of a registry, synchronously, in order. */
@@ -105,7 +125,7 @@ interface LocalHandler {
  */
 export class ToolRegistry {
   readonly #tools = new Map<string, RegistryEntry>();
-  readonly #names = new SortedNames();
+  readonly #indexes = new ListingIndexes();
   readonly #listeners = new Set<ToolChangeListener>();
   readonly #log: ChangeLog;
   readonly #maxTools: number;
@@ -190,8 +210,7 @@ export class ToolRegistry {
     spec.hasHandler = registration.handler !== undefined;
     spec.version = version;
     const entry = this.#newEntry(spec, registration.handler, registration.hooks);
-    this.#tools.set(name, entry);
-    this.#names.add(name);
+    this.#setEntry(entry);
     this.#offline.delete(name);
     this.#commit(existing ? "updated" : "added", entry, version);
     return { spec, replaced: existing !== undefined };
@@ -215,8 +234,7 @@ export class ToolRegistry {
   remove(name: string, options: { offlineProvider?: string } = {}): boolean {
     const existing = this.#tools.get(name);
     if (!existing) return false;
-    this.#tools.delete(name);
-    this.#names.delete(name);
+    this.#deleteEntry(existing);
     this.#offline.delete(name);
     if (options.offlineProvider !== undefined) {
       // Bounded like the registry itself: the oldest note goes first.
@@ -229,34 +247,53 @@ export class ToolRegistry {
 
   /**
    * One page of tools in name order. Throws INVALID_ARGUMENT for an invalid filter, page size or
-   * token. A page continues after the previous page's last name, so its cost depends on the page
-   * size, not on the registry's size (unless a tool_type filter skips many tools).
+   * token. A page continues after the previous page's last name and walks an index of the tools
+   * its filters select (see ListingIndexes) within its name ranges, so its cost depends on the
+   * page size, not on the registry's size; filters no index answers are bounded by
+   * {@link maxSkippedPerPage}.
    */
   list(query: ListToolsQuery = {}): ToolPage {
     const namespace = query.namespace ?? "";
     const toolType = query.toolType ?? "";
+    const runnableOnly = query.runnableOnly ?? false;
     ensure(checkNamespace(namespace));
     ensure(checkSegmentName(toolType, "tool_type"));
     const pageSize = resolvePageSize(query.pageSize ?? 0);
     const after = decodePageToken(query.pageToken ?? "", namespace);
-    const prefix = namespace === "" ? "" : `${namespace}.`;
-    // Start at the namespace, or just past the previous page's last name when that is later.
-    const resumeKey = after === "" ? "" : `${after}\u0000`;
-    const start = resumeKey > prefix ? resumeKey : prefix;
+    const ranges = intersectRanges(
+      namespace === "" ? allNames : [rangeOfPrefix(`${namespace}.`)],
+      query.within ?? allNames,
+    );
     const tools: ToolSpec[] = [];
     let nextPageToken = "";
-    for (const name of this.#names.from(start)) {
-      if (!name.startsWith(prefix)) break;
+    let examined = 0;
+    let lastExamined = "";
+    const index = this.#indexes.indexFor(toolType, runnableOnly);
+    // Just past the previous page's last name.
+    const start = after === "" ? "" : `${after}\u0000`;
+    for (const name of index?.within(ranges, start) ?? []) {
+      if (examined - tools.length === maxSkippedPerPage) {
+        nextPageToken = encodePageToken(lastExamined);
+        break;
+      }
+      examined++;
       const tool = this.#tools.get(name) as RegistryEntry;
-      if (toolType !== "" && tool.toolType !== toolType) continue;
-      if (query.include && !query.include(tool)) continue;
+      const selected =
+        (toolType === "" || tool.toolType === toolType) &&
+        (!runnableOnly || tool.hasHandler) &&
+        (!query.include || query.include(tool));
+      if (!selected) {
+        lastExamined = name;
+        continue;
+      }
       if (tools.length === pageSize) {
-        nextPageToken = encodePageToken((tools[tools.length - 1] as ToolSpec).name);
+        nextPageToken = encodePageToken(lastExamined);
         break;
       }
       tools.push(tool.spec);
+      lastExamined = name;
     }
-    return { tools, nextPageToken, version: this.#version };
+    return { tools, nextPageToken, version: this.#version, examined };
   }
 
   /**
@@ -265,7 +302,7 @@ export class ToolRegistry {
    */
   snapshot(): { tools: RegisteredTool[]; version: bigint } {
     const tools: RegisteredTool[] = [];
-    for (const name of this.#names.from("")) tools.push(this.#tools.get(name) as RegistryEntry);
+    for (const name of this.#indexes.all.from("")) tools.push(this.#tools.get(name) as RegistryEntry);
     return { tools, version: this.#version };
   }
 
@@ -307,7 +344,7 @@ export class ToolRegistry {
   detachHandler(name: string): void {
     this.#localHandlers.delete(name);
     const existing = this.#tools.get(name);
-    if (existing) this.#tools.set(name, this.#queued(existing.withHandler(undefined, undefined)));
+    if (existing) this.#setEntry(this.#queued(existing.withHandler(undefined, undefined)));
   }
 
   /** Names of the tools this process has a handler for through {@link attachHandler}. */
@@ -319,7 +356,7 @@ export class ToolRegistry {
   refreshHandler(name: string): void {
     const existing = this.#tools.get(name);
     const local = this.#localHandlers.get(name);
-    if (existing && local) this.#tools.set(name, existing.withHandler(local.handler, local.hooks));
+    if (existing && local) this.#setEntry(existing.withHandler(local.handler, local.hooks));
   }
 
   /** Notes that `name` is about to be removed because `provider` went offline (see {@link remove}). */
@@ -341,8 +378,7 @@ export class ToolRegistry {
     let entry: RegistryEntry;
     if (change.kind === "removed") {
       entry = this.#tools.get(name) ?? new RegistryEntry(change.spec);
-      this.#tools.delete(name);
-      this.#names.delete(name);
+      this.#deleteEntry(entry);
       this.#localHandlers.delete(name);
     } else {
       entry = this.#put(change.spec);
@@ -357,7 +393,7 @@ export class ToolRegistry {
    */
   reset(specs: readonly ToolSpec[], version: bigint): void {
     this.#tools.clear();
-    this.#names.clear();
+    this.#indexes.clear();
     this.#packing.refill(() => {
       for (const spec of specs) this.#put(spec);
     });
@@ -369,9 +405,19 @@ export class ToolRegistry {
   #put(spec: ToolSpec): RegistryEntry {
     const local = this.#localHandlers.get(spec.name);
     const entry = this.#newEntry(spec, local?.handler, local?.hooks);
-    this.#tools.set(spec.name, entry);
-    this.#names.add(spec.name);
+    this.#setEntry(entry);
     return entry;
+  }
+
+  /** Puts `entry` in place of the tool of its name, if any; the only writer of the tools and their indexes with {@link #deleteEntry}. */
+  #setEntry(entry: RegistryEntry): void {
+    this.#indexes.put(entry, this.#tools.get(entry.name));
+    this.#tools.set(entry.name, entry);
+  }
+
+  #deleteEntry(entry: RegistryEntry): void {
+    if (!this.#tools.delete(entry.name)) return;
+    this.#indexes.delete(entry);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { type RegistryService, ToolChangeType } from "../../gen/toolruntime/v1/registry_pb.js";
+import { allowedNameRanges } from "../auth/allowed-name-ranges.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { ensureMayCreateRegistry } from "../auth/registry-access.js";
 import { ErrorType, ToolRuntimeError } from "../errors/tool-runtime-error.js";
@@ -83,7 +84,11 @@ export function createRegistryService(
 
     async listTools(request, context) {
       const mayRead = readable(context);
-      const page = (await existing(request.registry)).list({ ...request, include: (tool) => mayRead(tool.name) });
+      const page = (await existing(request.registry)).list({
+        ...request,
+        within: allowedNameRanges(callerOf(context), "read"),
+        include: (tool) => mayRead(tool.name),
+      });
       return { ...fitToolPage(page, maxMessageBytes), registryVersion: page.version };
     },
 

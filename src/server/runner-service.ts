@@ -4,6 +4,7 @@ import type { ExecuteToolRequest, RunnerService } from "../../gen/toolruntime/v1
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import type { MaybePromise } from "../async/maybe-promise.js";
 import type { StartOutcome, StartRequest } from "../executions/execution-manager.js";
+import { allowedNameRanges } from "../auth/allowed-name-ranges.js";
 import { ensureAllowed, isAllowed } from "../auth/permissions.js";
 import { checkToolName, ensure } from "../registry/names.js";
 import { registryNotFound, resolveRegistryName } from "../registry/registry-set.js";
@@ -115,7 +116,11 @@ export function createRunnerService(
       const registry = request.registry === "" ? runner.registry : await store.view(request.registry);
       if (!registry) throw registryNotFound(resolveRegistryName(request.registry));
       const caller = callerOf(context);
-      const page = runner.discover(registry, { ...request, include: (spec) => isAllowed(caller, "read", spec.name) });
+      const page = runner.discover(registry, {
+        ...request,
+        within: allowedNameRanges(caller, "read"),
+        include: (spec) => isAllowed(caller, "read", spec.name),
+      });
       return fitToolPage(page, maxMessageBytes);
     },
 

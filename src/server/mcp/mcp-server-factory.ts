@@ -8,6 +8,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
+import { allowedNameRanges } from "../../auth/allowed-name-ranges.js";
 import { anonymousAdmin, isAllowed, type Identity } from "../../auth/permissions.js";
 import type { ToolRuntime } from "../../runtime.js";
 import { callMcpTool } from "./mcp-call-tool.js";
@@ -67,7 +68,11 @@ export function createMcpServerFactory(runtime: ToolRuntime, options: McpServerF
         const page = runtime.registries.default.list({
           pageSize: options.pageSize,
           pageToken: request.params?.cursor ?? "",
-          include: (tool) => tool.hasHandler && isAllowed(caller, "read", tool.name),
+          // An index of the tools that can run here and the ranges the caller may read: a page
+          // visits only tools it lists (isAllowed stays the authority).
+          runnableOnly: true,
+          within: allowedNameRanges(caller, "read"),
+          include: (tool) => isAllowed(caller, "read", tool.name),
         });
         const result = {
           tools: page.tools.map(toMcpTool),
