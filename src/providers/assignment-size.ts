@@ -19,8 +19,7 @@ export interface AssignmentFields {
  */
 export function assignmentSize(fields: AssignmentFields): number {
   const { seconds, nanos } = fields.deadline;
-  const deadline =
-    (seconds === 0n ? 0 : 1 + int64Size(seconds)) + (nanos === 0 ? 0 : 1 + varintSize(nanos));
+  const deadline = (seconds === 0n ? 0 : 1 + int64Size(seconds)) + (nanos === 0 ? 0 : 1 + varintSize(nanos));
   const assignment =
     stringFieldSize(fields.executionId) +
     stringFieldSize(fields.toolName) +

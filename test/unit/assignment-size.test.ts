@@ -21,7 +21,12 @@ describe("assignmentSize()", () => {
   for (const [label, inputs] of inputsCases) {
     it(`is the encoded size, byte for byte, for ${label}`, () => {
       for (const deadline of [timestampFromDate(new Date()), timestampFromMs(5000), timestampFromMs(0)]) {
-        const fields = { executionId: "0b7c6f1e-5d4a-4f39-9a51-2d7f0e4c8b11", toolName: "remote.echo", inputs, deadline };
+        const fields = {
+          executionId: "0b7c6f1e-5d4a-4f39-9a51-2d7f0e4c8b11",
+          toolName: "remote.echo",
+          inputs,
+          deadline,
+        };
         expect(assignmentSize(fields)).to.equal(encodedSize(fields));
       }
     });

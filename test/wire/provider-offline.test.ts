@@ -97,7 +97,11 @@ describe("A tool whose provider is offline", () => {
       const text = await response.text();
       const json = text.startsWith("event:") ? (/^data: (.*)$/m.exec(text)?.[1] ?? "") : text;
       return JSON.parse(json) as {
-        error?: { code: number; message: string; data: { code: string } & Record<string, Record<string, unknown> | undefined> };
+        error?: {
+          code: number;
+          message: string;
+          data: { code: string } & Record<string, Record<string, unknown> | undefined>;
+        };
       };
     };
     const unavailable = await call("gone.upper");

@@ -51,9 +51,7 @@ describe("Providers when the server shuts down", function () {
     try {
       await provider.connected;
       const draining = once(events, "draining") as Promise<[Extract<ProviderEvent, { kind: "draining" }>]>;
-      const disconnected = once(events, "disconnected") as Promise<
-        [Extract<ProviderEvent, { kind: "disconnected" }>]
-      >;
+      const disconnected = once(events, "disconnected") as Promise<[Extract<ProviderEvent, { kind: "disconnected" }>]>;
       const signalledAt = performance.now();
       server.child.kill("SIGTERM");
       const [told] = await draining;

@@ -97,8 +97,12 @@ class ExecutionServiceServicer(object):
         """Streams a run's events after `after_sequence` (replayed from the record), then follows it live
         until its COMPLETED event. Errors (before the first event): NOT_FOUND (unknown or evicted id).
         Later: DEADLINE_EXCEEDED (the call's deadline passed; the run goes on), UNAVAILABLE (the server
-        shut down and the run did not end within the grace period; on shutdown every watcher otherwise
-        gets the run's COMPLETED event).
+        shut down and the run did not end within the grace period). On shutdown a watched run still in
+        progress keeps the grace period (`--shutdown-grace-ms`) to end, and the stream with it: its
+        COMPLETED event is delivered, whether the run ends by itself or is cancelled by the shutdown at
+        the grace period's end ("CancelledError", "the server is shutting down"); a watcher whose run
+        does not end within 400 ms after that gets UNAVAILABLE and reattaches to another replica from
+        the last sequence number it saw. A finished run's stream replays its events and ends as usual.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -110,7 +114,11 @@ class ExecutionServiceServicer(object):
         nothing), then a run's record each time a run starts, changes state, starts an attempt or ends.
         While nothing happens, an empty message (a heartbeat) every heartbeat interval
         (GetCapabilities). With runs shared by replicas in PostgreSQL, every replica's runs are
-        followed. Errors (before the first message): INVALID_ARGUMENT (tool name).
+        followed. Errors (before the first message): INVALID_ARGUMENT (tool name). When the server
+        begins to shut down, the stream ends at once with UNAVAILABLE (error_type "UnavailableError", a
+        message that begins "the server is shutting down"): watch again against another replica or the
+        restarted server (it sends `caught_up` again; list with ListExecutions after it). A stream that
+        ends with OK was not ended by a shutdown.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -111,7 +111,10 @@ class RegistryServiceServicer(object):
         Errors (before the first message): INVALID_ARGUMENT (invalid registry name or a version newer
         than the registry's), NOT_FOUND (no such registry), OUT_OF_RANGE (the changes after `from_version` are no longer retained:
         watch again from 0). A watcher that falls more than 10,000 changes behind is ended with
-        RESOURCE_EXHAUSTED and can resume from the last version it saw.
+        RESOURCE_EXHAUSTED and can resume from the last version it saw. When the server begins to shut
+        down, the stream ends at once with UNAVAILABLE (error_type "UnavailableError", a message that
+        begins "the server is shutting down"): watch again from the last version seen, against another
+        replica or the restarted server. A stream that ends with OK was not ended by a shutdown.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -123,7 +123,11 @@ class RunnerServiceServicer(object):
         tool, "NotFoundError"), FAILED_PRECONDITION (no handler, "HandlerMissingError").
         Later: DEADLINE_EXCEEDED after the COMPLETED event of a run the deadline ended (a
         "TimeoutError"), or at the deadline for a detached run or one attached by its idempotency key
-        (which go on).
+        (which go on). On shutdown a run still in progress keeps the grace period
+        (`--shutdown-grace-ms`) to end, and the stream with it: it ends with the run's COMPLETED event,
+        a "CancelledError" saying "the server is shutting down" when the grace period ran out first; a
+        stream whose run does not end within 400 ms after that gets UNAVAILABLE (follow the run
+        elsewhere with WatchExecution).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
