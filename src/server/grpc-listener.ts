@@ -1,6 +1,7 @@
 import net from "node:net";
 import { Server, ServerCredentials, type ChannelOptions, type ServerInterceptor } from "@grpc/grpc-js";
 import type { ConnectionOptions } from "./connection-options.js";
+import { ConnectionIntake, streamsPerTurn } from "./connection-intake.js";
 import { createHeaderDeadline, type HeaderDeadline } from "./header-deadline.js";
 import { useChurnMapForStreams, watchGrpcSessions } from "./http2-stream-table.js";
 import { withFrameFlagCheck } from "./grpc-frame-flags.js";
@@ -64,7 +65,11 @@ export function createGrpcServer(options: ConnectionOptions, rebindingGuard?: Re
   }
   if (options.maxConnectionIdleMs > 0) channelOptions["grpc.max_connection_idle_ms"] = options.maxConnectionIdleMs;
   const server = new Server(channelOptions);
-  watchGrpcSessions(server, (session) => useChurnMapForStreams(session));
+  const intake = new ConnectionIntake(streamsPerTurn);
+  watchGrpcSessions(server, (session) => {
+    useChurnMapForStreams(session);
+    intake.watch(session);
+  });
   let listener: net.Server | undefined;
   const injectors: ReturnType<Server["createConnectionInjector"]>[] = [];
   const peers = new PeerConnections(options.maxConnectionsPerPeer);
@@ -73,6 +78,7 @@ export function createGrpcServer(options: ConnectionOptions, rebindingGuard?: Re
   // channelz.
   const cutConnections = (): void => {
     server.forceShutdown();
+    intake.close();
     for (const injector of injectors) injector.drain(0);
   };
   const stopListening = (): Promise<void> =>
@@ -95,7 +101,7 @@ export function createGrpcServer(options: ConnectionOptions, rebindingGuard?: Re
       const socketServer = net.createServer((socket) => {
         if (!peers.admit(socket)) return;
         headerDeadline.watch(socket);
-        connections.injectConnection(socket);
+        intake.admit(socket, () => connections.injectConnection(socket));
       });
       // Connections beyond the bound are closed by Node as they arrive.
       socketServer.maxConnections = options.maxConnections;

@@ -8,6 +8,7 @@ import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
 import { watchHttp2Session } from "./http2-session-watch.js";
 import { useChurnMapForStreams } from "./http2-stream-table.js";
+import { ConnectionIntake, streamsPerTurn } from "./connection-intake.js";
 import { limitConnectionsPerPeer, PeerConnections } from "./peer-connection-limit.js";
 import { toOriginForm } from "./request-url.js";
 import { withMcpRoute } from "./mcp/mcp-route.js";
@@ -102,6 +103,7 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
     settings: { maxConcurrentStreams: options.connection.maxConcurrentStreams },
   };
   const sessions = new Set<http2.ServerHttp2Session>();
+  const intake = new ConnectionIntake(streamsPerTurn);
   const sockets = new Set<Socket>();
   const track = (socket: Socket): void => {
     headerDeadline.watch(socket);
@@ -152,7 +154,9 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
     server = net.createServer((socket) => {
       if (!peers.admit(socket)) return;
       track(socket);
-      routeByPreface(socket, http1, h2);
+      routeByPreface(socket, http1, (http2Socket) =>
+        intake.admit(http2Socket, () => h2.emit("connection", http2Socket)),
+      );
     });
   }
   const sessionWatch = {
@@ -162,6 +166,7 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
   };
   h2.on("session", (session) => {
     useChurnMapForStreams(session);
+    intake.watch(session);
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     watchHttp2Session(session, sessionWatch);
@@ -191,6 +196,7 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       endConnections();
       const timer = setTimeout(() => {
         markDrained();
+        intake.close();
         for (const session of sessions) session.destroy();
         for (const socket of sockets) socket.destroy();
       }, graceMs);
@@ -205,7 +211,11 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
   };
 }
 
-function routeByPreface(socket: Socket, http1: http.Server, h2: http2.Http2Server): void {
+/**
+ * Sends a cleartext connection to `http1`, or to `toHttp2` once its first bytes are the HTTP/2
+ * preface (HTTP/1.1 requests, probes among them, are routed at once; see ConnectionIntake).
+ */
+function routeByPreface(socket: Socket, http1: http.Server, toHttp2: (socket: Socket) => void): void {
   let received = Buffer.alloc(0);
   const onData = (chunk: Buffer): void => {
     received = Buffer.concat([received, chunk]);
@@ -217,7 +227,7 @@ function routeByPreface(socket: Socket, http1: http.Server, h2: http2.Http2Serve
     socket.unshift(received);
     if (isHttp2Prefix) {
       // The HTTP/2 session reads the unshifted bytes itself, then takes over the socket's handle.
-      h2.emit("connection", socket);
+      toHttp2(socket);
     } else {
       http1.emit("connection", socket);
       socket.resume();
