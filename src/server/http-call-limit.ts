@@ -1,4 +1,4 @@
-import type { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createAsyncIterable, encodeEnvelope } from "@connectrpc/connect/protocol";
 import {
   codeToHttpStatus,
@@ -7,6 +7,7 @@ import {
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { maxJsonNesting, nestsDeeperThan, tooDeepMessage } from "../json/json-nesting.js";
 import type { CallLimiter } from "./call-limiter.js";
 import type { CallPacer } from "./call-pacer.js";
 import type { NodeRequestHandler } from "./http-listener.js";
@@ -56,12 +57,24 @@ export function withCallLimit(
   options: CallLimitOptions,
 ): NodeRequestHandler {
   const refusals = prepareRefusals(limiter.refusal);
+  const tooDeep = prepareRefusals(new ConnectError(tooDeepMessage(maxJsonNesting), Code.InvalidArgument));
   const pacer = options.pacer;
   const admit = (
     request: Parameters<NodeRequestHandler>[0],
     response: Parameters<NodeRequestHandler>[1],
     body?: ReadBody,
   ): void => {
+    // JSON nested this deep is refused before anything parses it: its parse alone holds the loop.
+    if (
+      body?.complete === true &&
+      isJson(request.headers["content-type"]) &&
+      nestsDeeperThan(body.read, maxJsonNesting)
+    ) {
+      const refusal = tooDeep(request.headers["content-type"] ?? "");
+      response.writeHead(refusal.status, refusal.headers);
+      response.end(refusal.body);
+      return;
+    }
     if (!limiter.tryAcquire()) {
       const refusal = refusals(request.headers["content-type"] ?? "");
       response.writeHead(refusal.status, refusal.headers);
@@ -106,7 +119,14 @@ export function withCallLimit(
 /** A request body read before admission: all of it, or its first chunks then the rest as it comes. */
 interface ReadBody {
   readonly chunks: AsyncIterable<Uint8Array>;
+  /** The chunks read before admission (all of them when `complete`). */
+  readonly read: readonly Uint8Array[];
   readonly complete: boolean;
+}
+
+/** Whether a request's content type carries JSON messages (Connect, gRPC-Web). */
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/(?:json|connect\+json|grpc-web\+json)\b/i.test(contentType);
 }
 
 /**
@@ -120,10 +140,10 @@ async function readBody(request: AsyncIterable<unknown>, maxBytes: number): Prom
   try {
     for (;;) {
       const next = await iterator.next();
-      if (next.done === true) return { chunks: createAsyncIterable(chunks), complete: true };
+      if (next.done === true) return { chunks: createAsyncIterable(chunks), read: chunks, complete: true };
       chunks.push(next.value);
       length += next.value.byteLength;
-      if (length > maxBytes) return { chunks: readThen(chunks, iterator), complete: false };
+      if (length > maxBytes) return { chunks: readThen(chunks, iterator), read: chunks, complete: false };
     }
   } catch {
     return undefined;

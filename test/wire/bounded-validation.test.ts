@@ -5,21 +5,10 @@ import type { RunEvent } from "../../gen/toolruntime/v1/run_event_pb.js";
 import type { ToolResult } from "../../gen/toolruntime/v1/tool_pb.js";
 import { createProvider, type Provider } from "../../src/providers/create-provider.js";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
-import { defineTool } from "../../src/tools/define-tool.js";
+import { doublingChain, hostileTools } from "../support/hostile-tools.js";
 import { createClientStack, type ClientStack } from "../support/client-stacks.js";
 import { collect, expectToolError, uniqueName } from "../support/expect-error.js";
 import { startTestServer } from "../support/test-server.js";
-
-/** Definitions l0 … l{levels}, each applying the next twice under `keyword`. */
-function doublingChain(keyword: "anyOf" | "allOf", levels: number, last: JsonObject): JsonObject {
-  const $defs: JsonObject = {};
-  for (let level = 0; level < levels; level++) {
-    const next = `#/$defs/l${level + 1}`;
-    $defs[`l${level}`] = { [keyword]: [{ $ref: next }, { $ref: next }] };
-  }
-  $defs[`l${levels}`] = last;
-  return $defs;
-}
 
 /** Schemas whose check of one value could explode: each is refused when it is registered. */
 const explosive: [string, JsonObject, string][] = [
@@ -65,46 +54,6 @@ const explosive: [string, JsonObject, string][] = [
     },
     'its "patternProperties" at "#" has 2,000 patterns, more than the 64 allowed: every property name is tested against each of them, so merge them into fewer patterns (an alternation such as "^(?:a|b)$" is one test)',
   ],
-];
-
-/** Tools a provider places, whose schemas pass registration but whose checks a hostile input makes costly. */
-const hostileTools = [
-  defineTool({
-    name: "hostile.contains",
-    description: "Its inputs.a must contain one of 500 constants.",
-    inputSchema: {
-      type: "object",
-      properties: {
-        a: { type: "array", contains: { anyOf: Array.from({ length: 500 }, (_, i) => ({ const: `v${i}` })) } },
-      },
-    },
-    handler: () => ({ ok: true }),
-  }),
-  defineTool({
-    name: "hostile.enum",
-    description: "Its inputs.a holds values of an enum of 10,000.",
-    inputSchema: {
-      type: "object",
-      properties: { a: { type: "array", items: { enum: Array.from({ length: 10_000 }, (_, i) => i) } } },
-    },
-    handler: () => ({ ok: true }),
-  }),
-  defineTool({
-    name: "hostile.unique",
-    description: "Its inputs.a holds distinct values, of no declared type.",
-    inputSchema: { type: "object", properties: { a: { type: "array", uniqueItems: true } } },
-    handler: () => ({ ok: true }),
-  }),
-  defineTool({
-    name: "hostile.nested",
-    description: "Its inputs.a must contain a string, or an array that holds only such values.",
-    inputSchema: {
-      type: "object",
-      properties: { a: { type: "array", contains: { $ref: "#/$defs/x" } } },
-      $defs: { x: { anyOf: [{ type: "string" }, { type: "array", items: { $ref: "#/$defs/x" } }] } },
-    },
-    handler: () => ({ ok: true }),
-  }),
 ];
 
 const integers = (count: number, from = 0): number[] => Array.from({ length: count }, (_, index) => from + index);

@@ -35,7 +35,10 @@ function probeHealthz(httpUrl: string): Promise<number> {
 /** grpc.health.v1 Check on a channel of its own; resolves with the time it took. */
 async function probeCheck(grpcAddress: string): Promise<number> {
   const started = performance.now();
-  const client = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", grpcAddress) as HealthClient;
+  // A subchannel of its own: grpc-js would otherwise reuse the previous probe's connection.
+  const client = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", grpcAddress, {
+    "grpc.use_local_subchannel_pool": 1,
+  }) as HealthClient;
   try {
     const status = await new Promise<string>((resolve, reject) =>
       client.Check({ service: "" }, { deadline: Date.now() + 10_000 }, (error, response) =>

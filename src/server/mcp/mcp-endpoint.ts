@@ -175,6 +175,7 @@ export function createMcpEndpoint(runtime: ToolRuntime, options: McpEndpointOpti
       // (HTTP/2 refuses connection headers: its stream simply ends).
       return answer(response, 413, body.message, request.httpVersionMajor === 1 ? { connection: "close" } : {});
     }
+    if (body.kind === "too_deep") return answer(response, 400, body.message);
     // A call of the server's bound once its body is all here, as an RPC is (see http-call-limit.ts):
     // a body withheld, or trickled, holds no slot.
     const limiter = options.limiter;

@@ -1,16 +1,19 @@
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
+import { maxJsonNesting, nestsDeeperThan, tooDeepMessage } from "../../json/json-nesting.js";
 
 /** A request body read whole: its bytes and, when it is JSON, its value. */
 export type JsonBody =
   | { readonly kind: "json"; readonly bytes: Buffer; readonly value: unknown }
   | { readonly kind: "not_json"; readonly bytes: Buffer }
   | { readonly kind: "empty" }
-  | { readonly kind: "too_large"; readonly message: string };
+  | { readonly kind: "too_large"; readonly message: string }
+  | { readonly kind: "too_deep"; readonly message: string };
 
 /**
  * Reads a request body up to `maxBytes` and parses it as JSON when it can. A body over the bound
- * (by its content-length or as it arrives) is not read further: "too_large".
+ * (by its content-length or as it arrives) is not read further: "too_large". One nested deeper
+ * than {@link maxJsonNesting} is not parsed (its parse alone could hold the event loop): "too_deep".
  */
 export async function readJsonBody(request: IncomingMessage | Http2ServerRequest, maxBytes: number): Promise<JsonBody> {
   const tooLarge = {
@@ -27,6 +30,7 @@ export async function readJsonBody(request: IncomingMessage | Http2ServerRequest
   }
   if (size === 0) return { kind: "empty" };
   const bytes = Buffer.concat(chunks, size);
+  if (nestsDeeperThan([bytes], maxJsonNesting)) return { kind: "too_deep", message: tooDeepMessage(maxJsonNesting) };
   try {
     return { kind: "json", bytes, value: JSON.parse(bytes.toString("utf8")) as unknown };
   } catch {
