@@ -9,28 +9,17 @@
  *     [--calls 1000] [--tool builtin.sleep] [--inputs '{"ms":0}'] [--rounds 1] [--cpu-prof DIR]
  *     [--json] [-- server flags...]
  */
-import { credentials, loadPackageDefinition, type Client, type ServiceClientConstructor } from "@grpc/grpc-js";
-import { loadSync } from "@grpc/proto-loader";
-import { protoPath as healthProtoPath } from "grpc-health-check";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { serverNodeFlags } from "../src/server-node-flags.js";
 import { startFlood, type FloodReport } from "../test/support/flood-client.js";
+import { probeHealthCheck, probeHttpHealth } from "../test/support/health-probes.js";
 import { percentileOfSorted } from "./lib/stats.js";
-
-type HealthClient = Client & {
-  Check(
-    request: { service: string },
-    options: { deadline: number },
-    callback: (error: Error | null, response?: { status: string }) => void,
-  ): void;
-};
 
 /** Latencies of one kind of probe while the flood was being taken in. */
 interface ProbeStats {
@@ -71,12 +60,6 @@ const { values: flags, positionals: serverFlags } = parseArgs({
   allowPositionals: true,
 });
 
-const healthConstructor = (() => {
-  const definition = loadPackageDefinition(loadSync(healthProtoPath, { keepCase: true, enums: String }));
-  const grpc = definition["grpc"] as Record<string, Record<string, Record<string, ServiceClientConstructor>>>;
-  return grpc["health"]!["v1"]!["Health"]!;
-})();
-
 /** A server process started with the given flags on free ports. */
 async function startServerProcess(extraFlags: readonly string[], nodeFlags: readonly string[]) {
   const child = spawn(process.execPath, [
@@ -114,32 +97,6 @@ async function startServerProcess(extraFlags: readonly string[], nodeFlags: read
       await exited;
     },
   };
-}
-
-/** GET /healthz on a fresh connection; resolves once the whole answer is read. */
-function probeHealthz(httpUrl: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(`${httpUrl}/healthz`, { agent: false, timeout: probeTimeoutMs }, (response) => {
-      response.resume();
-      response.once("end", () =>
-        response.statusCode === 200 ? resolve() : reject(new Error(`${response.statusCode}`)),
-      );
-    });
-    request.once("timeout", () => request.destroy(new Error("timed out")));
-    request.once("error", reject);
-  });
-}
-
-/** grpc.health.v1 Check on a fresh channel (no shared subchannel); resolves on SERVING. */
-function probeHealthCheck(grpcAddress: string): Promise<void> {
-  const client = new healthConstructor(grpcAddress, credentials.createInsecure(), {
-    "grpc.use_local_subchannel_pool": 1,
-  }) as unknown as HealthClient;
-  return new Promise<void>((resolve, reject) =>
-    client.Check({ service: "" }, { deadline: Date.now() + probeTimeoutMs }, (error, response) =>
-      error ? reject(error) : response?.status === "SERVING" ? resolve() : reject(new Error(response?.status)),
-    ),
-  ).finally(() => client.close());
 }
 
 /** Probes every `intervalMs` (one probe at a time) until `until` settles. */
@@ -189,8 +146,8 @@ async function floodOnce(port: "http" | "grpc"): Promise<FloodResult> {
   ];
   const server = await startServerProcess(serverFlags, nodeFlags);
   try {
-    await probeHealthz(server.httpUrl);
-    await probeHealthCheck(server.grpcAddress);
+    await probeHttpHealth(`${server.httpUrl}/healthz`, probeTimeoutMs);
+    await probeHealthCheck(server.grpcAddress, probeTimeoutMs);
     // Resets the server's event-loop delay histogram (prom-client resets it at each scrape).
     await eventLoopMaxMs(server.httpUrl);
     const url = port === "http" ? server.httpUrl : `http://${server.grpcAddress}`;
@@ -201,8 +158,8 @@ async function floodOnce(port: "http" | "grpc"): Promise<FloodResult> {
       await flood.started;
       const intervalMs = Number(flags["interval-ms"]);
       const [healthz, healthCheck, report] = await Promise.all([
-        probeUntil(() => probeHealthz(server.httpUrl), intervalMs, flood.report),
-        probeUntil(() => probeHealthCheck(server.grpcAddress), intervalMs, flood.report),
+        probeUntil(() => probeHttpHealth(`${server.httpUrl}/healthz`, probeTimeoutMs), intervalMs, flood.report),
+        probeUntil(() => probeHealthCheck(server.grpcAddress, probeTimeoutMs), intervalMs, flood.report),
         flood.report,
       ]);
       return {

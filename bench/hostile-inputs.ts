@@ -8,26 +8,15 @@
  *
  *   npx tsc -b && node dist/bench/hostile-inputs.js [--cases 1,4] [--json]
  */
-import { credentials, loadPackageDefinition, type Client, type ServiceClientConstructor } from "@grpc/grpc-js";
-import { loadSync } from "@grpc/proto-loader";
-import { protoPath as healthProtoPath } from "grpc-health-check";
 import { once } from "node:events";
-import http from "node:http";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { startFlood } from "../test/support/flood-client.js";
+import { probeHealthCheck, probeHttpHealth } from "../test/support/health-probes.js";
 import { doublingChain } from "../test/support/hostile-tools.js";
 import { startMainProcess, type MainProcess } from "../test/support/main-process.js";
-
-type HealthClient = Client & {
-  Check(
-    request: { service: string },
-    options: { deadline: number },
-    callback: (error: Error | null, response?: { status: string }) => void,
-  ): void;
-};
 
 /** The slowest answer of one kind of probe while a case ran, and how many were answered. */
 interface ProbeWorst {
@@ -62,12 +51,6 @@ interface Servers {
 const { values: flags } = parseArgs({
   options: { cases: { type: "string" }, json: { type: "boolean", default: false } },
 });
-
-const healthDefinition = loadPackageDefinition(
-  loadSync(healthProtoPath, { keepCase: true, enums: String }),
-) as unknown as {
-  grpc: { health: { v1: { Health: ServiceClientConstructor } } };
-};
 
 /** POSTs `body` (already a JSON text) to a Connect method; "status: first words of the answer". */
 async function connectJson(httpUrl: string, method: string, body: string): Promise<string> {
@@ -247,35 +230,6 @@ async function probeUntil(done: () => boolean, probe: () => Promise<void>): Prom
   return { worstMs, count, failures };
 }
 
-function getOk(url: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(url, { agent: false, timeout: 10_000 }, (response) => {
-      response.resume();
-      response.once("end", () =>
-        response.statusCode === 200 ? resolve() : reject(new Error(`${url}: ${response.statusCode}`)),
-      );
-    });
-    request.once("timeout", () => request.destroy(new Error(`${url}: no answer in 10 s`)));
-    request.once("error", reject);
-  });
-}
-
-async function check(grpcAddress: string): Promise<void> {
-  // A subchannel of its own: a new connection per probe, as a kubelet's.
-  const client = new healthDefinition.grpc.health.v1.Health(grpcAddress, credentials.createInsecure(), {
-    "grpc.use_local_subchannel_pool": 1,
-  }) as unknown as HealthClient;
-  try {
-    await new Promise<void>((resolve, reject) =>
-      client.Check({ service: "" }, { deadline: Date.now() + 10_000 }, (error, response) =>
-        error ? reject(error) : response?.status === "SERVING" ? resolve() : reject(new Error(response?.status)),
-      ),
-    );
-  } finally {
-    client.close();
-  }
-}
-
 async function runCase(hostile: HostileCase, servers: Servers, main: MainProcess): Promise<CaseResult> {
   let done = false;
   const answer = hostile.run(servers).then(
@@ -286,15 +240,15 @@ async function runCase(hostile: HostileCase, servers: Servers, main: MainProcess
   const [healthz, checkWorst, healthPort] = await Promise.all([
     probeUntil(
       () => done,
-      () => getOk(`${servers.httpUrl}/healthz`),
+      () => probeHttpHealth(`${servers.httpUrl}/healthz`),
     ),
     probeUntil(
       () => done,
-      () => check(servers.grpcAddress),
+      () => probeHealthCheck(servers.grpcAddress),
     ),
     probeUntil(
       () => done,
-      () => getOk(`${servers.healthUrl}/healthz`),
+      () => probeHttpHealth(`${servers.healthUrl}/healthz`),
     ),
   ]);
   const echo = await execute(servers, "builtin.echo", { after: hostile.name.slice(0, 20) }).catch(

@@ -54,4 +54,3 @@ export const hostileTools = [
     handler: () => ({ ok: true }),
   }),
 ];
-

@@ -1,55 +1,15 @@
 import { Code } from "@connectrpc/connect";
-import type { Client as GrpcClient } from "@grpc/grpc-js";
 import { expect } from "chai";
-import { protoPath as healthProtoPath } from "grpc-health-check";
-import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { startFlood } from "../support/flood-client.js";
 import { startMainProcess, type MainProcess } from "../support/main-process.js";
-import { createProtoLoaderClient } from "../support/proto-loader-client.js";
+import { probeHealthCheck, probeHttpHealth } from "../support/health-probes.js";
 
-type HealthClient = GrpcClient & {
-  Check(
-    request: { service: string },
-    options: { deadline: number },
-    callback: (error: Error | null, response?: { status: string }) => void,
-  ): void;
-};
-
-/** GET /healthz on a connection of its own, as a kubelet probes; resolves with the time it took. */
-function probeHealthz(httpUrl: string): Promise<number> {
+/** Runs `probe` and resolves with the time it took, in milliseconds. */
+async function timed(probe: () => Promise<void>): Promise<number> {
   const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const request = http.get(`${httpUrl}/healthz`, { agent: false }, (response) => {
-      response.resume();
-      response.once("end", () =>
-        response.statusCode === 200
-          ? resolve(performance.now() - started)
-          : reject(new Error(`/healthz answered ${response.statusCode}`)),
-      );
-    });
-    request.once("error", reject);
-  });
-}
-
-/** grpc.health.v1 Check on a channel of its own; resolves with the time it took. */
-async function probeCheck(grpcAddress: string): Promise<number> {
-  const started = performance.now();
-  // A subchannel of its own: grpc-js would otherwise reuse the previous probe's connection.
-  const client = createProtoLoaderClient(healthProtoPath, "grpc.health.v1.Health", grpcAddress, {
-    "grpc.use_local_subchannel_pool": 1,
-  }) as HealthClient;
-  try {
-    const status = await new Promise<string>((resolve, reject) =>
-      client.Check({ service: "" }, { deadline: Date.now() + 10_000 }, (error, response) =>
-        error ? reject(error) : resolve(response?.status ?? ""),
-      ),
-    );
-    expect(status).to.equal("SERVING");
-    return performance.now() - started;
-  } finally {
-    client.close();
-  }
+  await probe();
+  return performance.now() - started;
 }
 
 describe("Taking a burst of streams in", function () {
@@ -81,10 +41,10 @@ describe("Taking a burst of streams in", function () {
         // Back to back, one of each at a time, until every call beyond the held ones was refused.
         await Promise.all([
           (async () => {
-            while (!takenIn) healthz.push(await probeHealthz(server.httpUrl));
+            while (!takenIn) healthz.push(await timed(() => probeHttpHealth(`${server.httpUrl}/healthz`)));
           })(),
           (async () => {
-            while (!takenIn) checks.push(await probeCheck(server.grpcAddress));
+            while (!takenIn) checks.push(await timed(() => probeHealthCheck(server.grpcAddress)));
           })(),
         ]);
         const refused = await report;
