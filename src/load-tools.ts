@@ -1,6 +1,7 @@
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 import { suggestName } from "./errors/did-you-mean.js";
+import { assertUniqueToolNames, type LoadedTool } from "./unique-tool-names.js";
 import { defineTool, isDefinedTool, type DefinedTool, type ToolDefinitionInit } from "./tools/define-tool.js";
 
 /**
@@ -9,9 +10,15 @@ import { defineTool, isDefinedTool, type DefinedTool, type ToolDefinitionInit } 
  * definition is checked like `defineTool` checks it (unknown keys are refused with the nearest known
  * one), and so is an object with a `name` and a key that looks like a misspelt `handler`. Throws an
  * Error naming the module when it cannot be imported, exports no tool, or exports an invalid
- * definition.
+ * definition, and one naming both exports when two different tools share a name. The same object
+ * exported twice (alone and in an array, say) counts once.
  */
 export async function loadToolModule(modulePath: string): Promise<DefinedTool[]> {
+  return (await loadToolModuleWithOrigins(modulePath)).map((loaded) => loaded.tool);
+}
+
+/** {@link loadToolModule}, with the module and export of each tool. */
+export async function loadToolModuleWithOrigins(modulePath: string): Promise<LoadedTool[]> {
   const url = pathToFileURL(path.resolve(modulePath)).href;
   let exports: Record<string, unknown>;
   try {
@@ -21,19 +28,28 @@ export async function loadToolModule(modulePath: string): Promise<DefinedTool[]>
       cause: error,
     });
   }
-  const tools: DefinedTool[] = [];
-  for (const value of Object.values(exports)) {
-    for (const candidate of Array.isArray(value) ? value : [value]) {
-      if (isDefinedTool(candidate)) tools.push(candidate);
-      else if (isToolDefinitionInit(candidate)) tools.push(defineFromModule(modulePath, candidate));
+  const loaded: LoadedTool[] = [];
+  const seen = new Set<unknown>();
+  for (const [name, value] of Object.entries(exports)) {
+    const candidates = Array.isArray(value)
+      ? value.map((item: unknown, index) => [`${name}[${index}]`, item] as const)
+      : [[name, value] as const];
+    for (const [exportName, candidate] of candidates) {
+      if (seen.has(candidate)) continue;
+      if (isDefinedTool(candidate)) loaded.push({ tool: candidate, modulePath, exportName });
+      else if (isToolDefinitionInit(candidate))
+        loaded.push({ tool: defineFromModule(modulePath, candidate), modulePath, exportName });
+      else continue;
+      seen.add(candidate);
     }
   }
-  if (tools.length === 0) {
+  if (loaded.length === 0) {
     throw new Error(
       `tool module ${JSON.stringify(modulePath)} exports no tool: export tools made with defineTool(), or objects with "name" and "handler"`,
     );
   }
-  return tools;
+  assertUniqueToolNames(loaded);
+  return loaded;
 }
 
 function defineFromModule(modulePath: string, definition: ToolDefinitionInit): DefinedTool {

@@ -1,7 +1,8 @@
 import { pino } from "pino";
 import { collectInLulls } from "./async/lull-collection.js";
 import { helpText, readConfig, type ServerConfig } from "./config.js";
-import { loadToolModule } from "./load-tools.js";
+import { loadToolModuleWithOrigins } from "./load-tools.js";
+import { assertUniqueToolNames, type ToolOrigin } from "./unique-tool-names.js";
 import { startServer } from "./server/tool-runtime-server.js";
 import { builtinTools } from "./tools/builtin-tools.js";
 import type { DefinedTool } from "./tools/define-tool.js";
@@ -42,8 +43,12 @@ async function main(): Promise<void> {
     config.auditLog === undefined
       ? undefined
       : pino(batchedDestination({ dest: config.auditLog, append: true, mkdir: true }));
-  const tools: DefinedTool[] = config.builtinTools ? [...builtinTools] : [];
-  for (const modulePath of config.toolModules) tools.push(...(await loadToolModule(modulePath)));
+  const origins: ToolOrigin[] = config.builtinTools
+    ? builtinTools.map((tool) => ({ tool, builtin: true as const }))
+    : [];
+  for (const modulePath of config.toolModules) origins.push(...(await loadToolModuleWithOrigins(modulePath)));
+  assertUniqueToolNames(origins);
+  const tools: DefinedTool[] = origins.map((origin) => origin.tool);
 
   const server = await startServer({
     host: config.host,

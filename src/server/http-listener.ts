@@ -4,6 +4,7 @@ import net from "node:net";
 import type { Socket } from "node:net";
 import type { ConnectionOptions } from "./connection-options.js";
 import { serveConsoleAsset } from "./console-assets.js";
+import { redirectRootToConsole } from "./root-redirect.js";
 import { withCors } from "./cors.js";
 import { createHeaderDeadline } from "./header-deadline.js";
 import { watchHttp2Session } from "./http2-session-watch.js";
@@ -83,8 +84,9 @@ export async function listenHttp(options: HttpListenOptions, handler: NodeReques
       return;
     }
     if (rebindingGuard !== undefined && refuseRebinding(request, response, rebindingGuard)) return;
-    // The web console's static files (/console/); everything else goes to the RPC handler.
-    if (!serveConsoleAsset(request, response)) handleWithCors(request, response);
+    // `/` to the console, the console's static files (/console/); everything else to the RPC handler.
+    if (redirectRootToConsole(request, response) || serveConsoleAsset(request, response)) return;
+    handleWithCors(request, response);
   };
   // HTTP/1.1 sockets and how many requests each has in flight, so idle ones can be closed at once
   // on shutdown (Node's own tracking is off for a server that does not listen itself).

@@ -5,6 +5,7 @@ import { file_toolruntime_v1_registry, RegistryService } from "../../gen/toolrun
 import { file_toolruntime_v1_runner, RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { ExecutionService, file_toolruntime_v1_execution } from "../../gen/toolruntime/v1/execution_pb.js";
 import { file_toolruntime_v1_provider, ProviderService } from "../../gen/toolruntime/v1/provider_pb.js";
+import { file_health_v1_health } from "../../gen/health/v1/health_pb.js";
 import { createAuthenticator, type IdentityConfig } from "../auth/authenticator.js";
 import { openToolRuntime, type OpenToolRuntimeOptions, type ToolRuntime } from "../runtime.js";
 import { createCallLogger, createRunLogger } from "../telemetry/logging.js";
@@ -242,6 +243,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     file_toolruntime_v1_runner,
     file_toolruntime_v1_execution,
     file_toolruntime_v1_provider,
+    file_health_v1_health,
   ]);
 
   const connectHandler = createConnectNodeHandler({

@@ -200,6 +200,21 @@ describe("MCP gateway (/mcp)", () => {
         expect(new Set(sequences).size).to.equal(sequences.length);
       });
 
+      it("carries the tool's fraction as progress / total, and no total where there is no fraction above 0", async () => {
+        const reports: ProgressReport[] = [];
+        await client.callTool(
+          "builtin.countdown",
+          { from: 3, interval_ms: 0 },
+          { onprogress: (report) => reports.push(report) },
+        );
+        // The start has no fraction; "0% 3 to go" has 0, which no finite total expresses.
+        expect(reports.map((report) => report.total === undefined)).to.deep.equal([true, true, false, false, false]);
+        const [, , third, twoThirds, done] = reports;
+        expect((third?.progress ?? 0) / (third?.total ?? 0)).to.be.closeTo(1 / 3, 1e-12);
+        expect((twoThirds?.progress ?? 0) / (twoThirds?.total ?? 0)).to.be.closeTo(2 / 3, 1e-12);
+        expect(done?.total).to.equal(done?.progress);
+      });
+
       it("cancels the run when the client cancels the call: CANCELLED through GetExecution", async () => {
         const controller = new AbortController();
         const waiting = new Promise<string>((resolve) => testToolEvents.once("waiting", resolve));

@@ -109,6 +109,29 @@ describe("Operations: health, reflection, metrics, traces, logs, connection limi
     expect(call.stdout).to.contain('"counted": 2');
   });
 
+  it("reflects grpc.health.v1, so buf curl lists, describes and calls it without the proto files", async () => {
+    const base = `http://${server.grpcAddress}`;
+    const flags = ["--protocol", "grpc", "--http2-prior-knowledge"];
+    const services = await run("npx", ["--no-install", "buf", "curl", ...flags, "--list-services", base]);
+    expect(services.stdout.split("\n")).to.include("grpc.health.v1.Health");
+    const methods = await run("npx", ["--no-install", "buf", "curl", ...flags, "--list-methods", base]);
+    expect(methods.stdout.split("\n")).to.include.members([
+      "grpc.health.v1.Health/Check",
+      "grpc.health.v1.Health/Watch",
+      "grpc.health.v1.Health/List",
+    ]);
+    const check = await run("npx", [
+      "--no-install",
+      "buf",
+      "curl",
+      ...flags,
+      "-d",
+      '{"service":"toolruntime.v1.RunnerService"}',
+      `${base}/grpc.health.v1.Health/Check`,
+    ]);
+    expect(JSON.parse(check.stdout)).to.deep.equal({ status: "SERVING" });
+  });
+
   it("answers reflection v1alpha too, for clients that only speak it", async () => {
     const client = createProtoLoaderClient(
       path.join(reflectionProtoDir, "v1alpha/reflection.proto"),

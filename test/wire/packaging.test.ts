@@ -3,7 +3,8 @@
 // module in TypeScript (compiled with tsc against the installed declarations) and one in
 // JavaScript are served by the installed `toolruntime` command with --tools, and providers in
 // TypeScript — one on toolruntime-provider alone, one on `toolruntime/provider` — serve tools to
-// that server over the wire.
+// that server over the wire. The contract's .proto files it ships compile on their own (buf build,
+// and Python stubs with which a client calls that server and decodes a failed call's details).
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
@@ -15,6 +16,7 @@ import { promisify } from "node:util";
 import { RunnerService } from "../../gen/toolruntime/v1/runner_pb.js";
 import { serverNodeFlags } from "../../src/server-node-flags.js";
 import { startMainProcess, type MainProcess } from "../support/main-process.js";
+import { python } from "../support/python-harness.js";
 import { spawnUntil } from "../support/spawn-until.js";
 
 const execFileAsync = promisify(execFile);
@@ -30,11 +32,27 @@ interface PackedPackage {
 }
 
 /**
- * Paths in a tarball: the manifest, the README, compiled JavaScript with its declarations, and the
- * web console's built page, script and styles.
+ * Paths in a tarball: the manifest, the README, compiled JavaScript with its declarations, the
+ * web console's built page, script and styles, and the contract's .proto files.
  */
 const shippedFile =
-  /^(package\.json|README\.md|dist\/(src|gen)\/[\w/.-]+\.(js|d\.ts)|dist\/console\/(index\.html|app\.js|style\.css))$/;
+  /^(package\.json|README\.md|dist\/(src|gen)\/[\w/.-]+\.(js|d\.ts)|dist\/console\/(index\.html|app\.js|style\.css)|proto\/[\w/.-]+\.proto)$/;
+
+/** A client of one's own in Python, on stubs generated from the installed .proto files only. */
+const pythonClient = `import sys
+import grpc
+from google.rpc import status_pb2
+from toolruntime.v1 import runner_pb2, runner_pb2_grpc, tool_pb2
+
+runner = runner_pb2_grpc.RunnerServiceStub(grpc.insecure_channel(sys.argv[1]))
+try:
+    runner.ActivateTool(runner_pb2.ActivateToolRequest(tool_name="no.such_tool"))
+except grpc.RpcError as error:
+    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
+    tool_error = tool_pb2.ToolError()
+    status.details[0].Unpack(tool_error)
+    print(error.code().name, status.code, tool_error.error_type, tool_error.tool_name)
+`;
 
 /** Server code, which the provider SDK must not contain (nor load). */
 const serverCode =
@@ -227,7 +245,7 @@ describe("The packages installed outside the repository", function () {
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it("ship compiled JavaScript and declarations only: no tests, benches, sources or source maps", () => {
+  it("ship compiled JavaScript, declarations and .proto files only: no tests, benches, sources or source maps", () => {
     for (const item of [serverPackage, providerPackage]) {
       const paths = item.files.map((file) => file.path);
       expect(
@@ -250,6 +268,46 @@ describe("The packages installed outside the repository", function () {
       "dist/src/provider.d.ts",
       "dist/src/providers/create-provider.js",
     ]);
+  });
+
+  it("ship the contract's .proto files and google/rpc/status.proto, from which a client builds its stubs", async () => {
+    const contract = (await readdir(path.join(repoRoot, "proto/toolruntime/v1")))
+      .filter((file) => file.endsWith(".proto"))
+      .map((file) => `proto/toolruntime/v1/${file}`);
+    expect(contract).to.include("proto/toolruntime/v1/runner.proto");
+    const protos = [...contract, "proto/google/rpc/status.proto"].sort();
+    expect(
+      serverPackage.files
+        .map((file) => file.path)
+        .filter((file) => file.startsWith("proto/"))
+        .sort(),
+    ).to.deep.equal(protos);
+
+    // The installed copy, as a client's build would use it: every import resolves within it
+    // (the well-known types come with each compiler).
+    const installed = path.join(toolsFolder, "node_modules/toolruntime/proto");
+    const relative = protos.map((file) => file.slice("proto/".length));
+    const resolved = await execFileAsync(
+      process.execPath,
+      ["-p", 'require.resolve("toolruntime/proto/google/rpc/status.proto")'],
+      { cwd: toolsFolder },
+    );
+    expect(resolved.stdout.trim()).to.equal(path.join(installed, "google/rpc/status.proto"));
+    await execFileAsync(path.join(repoRoot, "node_modules/.bin/buf"), [
+      ...["build", installed, "-o", path.join(work, "contract.binpb")],
+    ]);
+    const stubs = path.join(work, "python-stubs");
+    await mkdir(stubs);
+    await execFileAsync(python, [
+      ...["-m", "grpc_tools.protoc", "-I", installed],
+      ...[`--python_out=${stubs}`, `--grpc_python_out=${stubs}`, ...relative],
+    ]);
+    await writeFile(path.join(stubs, "client.py"), pythonClient);
+    const { stdout } = await execFileAsync(python, ["-B", "client.py", server.grpcAddress], {
+      cwd: stubs,
+      env: { ...process.env, PYTHONPATH: stubs },
+    });
+    expect(stdout).to.equal("NOT_FOUND 5 ActivationError no.such_tool\n");
   });
 
   it("let the provider SDK install without the server: no server code, no server dependency, a fraction of the size", async () => {

@@ -55,6 +55,8 @@ describe("The README's examples", () => {
     expect(bufCurl).to.contain('"completed"');
     expect(bufCurl).to.contain('"counted": 3');
     expect(reflection).to.contain("toolruntime.v1.RunnerService/RunTool");
+    expect(reflection).to.contain("grpc.health.v1.Health/Check");
+    expect(reflection).to.match(/"status": "SERVING"/);
     expect(detached).to.not.contain('"sequence": "1"');
     expect(detached).to.contain('"sequence": "3"');
     expect(detached).to.contain('"counted": 3');

@@ -11,7 +11,7 @@ import { toApprovalRequestId, toRequestState } from "./mcp-approval-tokens.js";
 import { mcpMeta } from "./mcp-meta.js";
 import type { McpApprovalChannel, McpToolCall } from "./mcp-tool-call.js";
 import { toCallToolResult } from "./to-call-tool-result.js";
-import { toProgressMessage } from "./to-progress-message.js";
+import { toProgressNotification } from "./to-progress-notification.js";
 
 /** How a tools/call request follows its run. */
 export interface FollowOptions {
@@ -50,12 +50,10 @@ export async function followMcpRun(
 
   const onEvent = async (event: RunEvent): Promise<void> => {
     if (progress !== undefined) {
-      const message = toProgressMessage(event, record.toolName);
+      const notification = toProgressNotification(event, record.toolName);
       // A client that left makes the notification fail; the run's end is decided elsewhere.
-      if (message !== undefined) {
-        await call
-          .notifyProgress({ progressToken: progress, progress: Number(event.sequence), message })
-          .catch(() => undefined);
+      if (notification !== undefined) {
+        await call.notifyProgress({ progressToken: progress, ...notification }).catch(() => undefined);
       }
     }
     if (ask === undefined || event.event.case !== "awaitingApproval") return;

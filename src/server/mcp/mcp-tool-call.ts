@@ -28,6 +28,7 @@ export interface McpToolCall {
   readonly notifyProgress: (params: {
     progressToken: string | number;
     progress: number;
+    total?: number;
     message: string;
   }) => Promise<void>;
   /**
