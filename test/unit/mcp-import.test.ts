@@ -1,10 +1,15 @@
 import { expect } from "chai";
+import { pino } from "pino";
+import { Writable } from "node:stream";
 import { thrownBy } from "../support/expect-error.js";
 import { toImportedFlags } from "../../src/mcp/import/annotation-flags.js";
 import { listAllTools } from "../../src/mcp/import/list-all-tools.js";
 import { mapToolNames, toToolSegment } from "../../src/mcp/import/map-tool-names.js";
 import { toToolOutcome } from "../../src/mcp/import/to-tool-output.js";
 import { checkDistinctNames, parseMcpServer } from "../../src/mcp/import/parse-mcp-server.js";
+import { McpStartError, summariseStartFailure } from "../../src/mcp/import/mcp-start-error.js";
+import { reportConnectFailure } from "../../src/mcp/import/report-connect-failure.js";
+import { createStderrTail } from "../../src/mcp/import/stderr-tail.js";
 import { superviseConnection } from "../../src/mcp/import/supervise-connection.js";
 import { splitCommandLine } from "../../src/mcp/import/split-command-line.js";
 
@@ -179,12 +184,82 @@ describe("MCP import", () => {
           if (connection.id === 3) stop.abort();
         },
         onDown: (connection) => log.push(`down ${connection.id}`),
-        onRetry: (error) => log.push(`retry ${(error as Error).message}`),
+        onRetry: (error, _delayMs, attempt) => log.push(`retry ${attempt} ${(error as Error).message}`),
       });
       await done;
       closeSecond();
-      expect(log).to.deep.equal(["retry refused", "up 2", "down 2", "retry the connection closed", "up 3", "down 3"]);
+      // The second failure is the first of a new streak: a connection came up in between.
+      expect(log).to.deep.equal([
+        "retry 0 refused",
+        "up 2",
+        "down 2",
+        "retry 0 the connection closed",
+        "up 3",
+        "down 3",
+      ]);
       expect(attempts).to.equal(3);
+    });
+  });
+
+  describe("createStderrTail()", () => {
+    it("keeps the last lines within the line bound", () => {
+      const tail = createStderrTail({ maxLines: 2, maxBytes: 100 });
+      expect(tail.text()).to.equal("");
+      for (const line of ["one", "two", "three"]) tail.push(line);
+      expect(tail.text()).to.equal("two\nthree");
+    });
+    it("drops the oldest lines beyond the byte bound and keeps the end of a line too long alone", () => {
+      const tail = createStderrTail({ maxLines: 10, maxBytes: 8 });
+      for (const line of ["aaaa", "bbb", "cc"]) tail.push(line);
+      expect(tail.text()).to.equal("bbb\ncc");
+      tail.push("0123456789é");
+      expect(tail.text()).to.equal("456789é");
+    });
+  });
+
+  describe("summariseStartFailure()", () => {
+    it("quotes the child's stderr on one line with its exit code, or says it wrote nothing", () => {
+      const closed = new Error("Connection closed");
+      const failed = new McpStartError({ exit: { code: 3, signal: null }, stderr: "first\nboom" }, closed);
+      expect(failed.message).to.equal("Connection closed (exited with code 3)");
+      expect(summariseStartFailure(failed)).to.deep.equal({
+        text: 'exited with code 3; its stderr ends with "first\\nboom"',
+        short: "exited with code 3",
+        fields: { error: "Connection closed", exitCode: 3, stderr: "first\nboom" },
+      });
+      const killed = new McpStartError({ exit: { code: null, signal: "SIGKILL" }, stderr: "" }, closed);
+      expect(summariseStartFailure(killed).text).to.equal("killed by SIGKILL; it wrote nothing to stderr");
+      const neverRan = new McpStartError({ exit: undefined, stderr: "" }, new Error("spawn nope ENOENT"));
+      expect(summariseStartFailure(neverRan).text).to.equal("spawn nope ENOENT");
+      expect(summariseStartFailure(new Error("refused")).text).to.equal("refused");
+    });
+  });
+
+  describe("reportConnectFailure()", () => {
+    it("warns the first failure of a streak in full, then only attempts 1, 2, 4, 8, without stacks", () => {
+      const records: { level: number; msg: string; err?: unknown }[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          records.push(JSON.parse(chunk.toString()) as { level: number; msg: string });
+          done();
+        },
+      });
+      const log = pino({ level: "debug" }, sink);
+      const server = { kind: "stdio", name: "bad", command: "node", args: [] } as const;
+      const error = new McpStartError({ exit: { code: 3, signal: null }, stderr: "boom" }, new Error("closed"));
+      for (let attempt = 0; attempt < 10; attempt++) reportConnectFailure(log, server, error, 100, attempt);
+      const warnings = records.filter((record) => record.level === 40);
+      expect(warnings.map((record) => record.msg)).to.deep.equal([
+        'MCP server "bad" could not start: exited with code 3; its stderr ends with "boom"; trying again in 100 ms',
+        'MCP server "bad" could not start after 2 attempts (exited with code 3); trying again in 100 ms',
+        'MCP server "bad" could not start after 3 attempts (exited with code 3); trying again in 100 ms',
+        'MCP server "bad" could not start after 5 attempts (exited with code 3); trying again in 100 ms',
+        'MCP server "bad" could not start after 9 attempts (exited with code 3); trying again in 100 ms',
+      ]);
+      expect(warnings.some((record) => "err" in record)).to.equal(false);
+      const debug = records.filter((record) => record.level === 20);
+      expect(debug).to.have.length(10);
+      expect(debug.every((record) => typeof (record.err as { stack?: unknown }).stack === "string")).to.equal(true);
     });
   });
 });

@@ -116,6 +116,31 @@ describe("The toolruntime command", () => {
     });
   });
 
+  it("says at info level, once per failure streak and without a stack, why an --mcp-server child could not start", async () => {
+    const failing = `bad=node -e "console.error('boom: missing API key'); process.exit(3)"`;
+    const { child, output } = await startMainProcess(["--log-level", "info", "--mcp-server", failing]);
+    try {
+      // The third warning of the streak is its third failure: by then the first two lines are complete.
+      await new Promise<void>((resolve) => {
+        const check = (): void => void (output().includes("after 3 attempts") && resolve());
+        child.stdout.on("data", check);
+        check();
+      });
+    } finally {
+      child.kill("SIGTERM");
+    }
+    const lines = output().split("\n");
+    const first = lines.filter((line) => line.includes("boom: missing API key"));
+    expect(first).to.have.length(1);
+    const record = JSON.parse(first[0] ?? "") as { msg: string };
+    expect(record).to.deep.include({ level: 40, mcpServer: "bad", exitCode: 3, stderr: "boom: missing API key" });
+    expect(record.msg).to.match(
+      /^MCP server "bad" could not start: exited with code 3; its stderr ends with "boom: missing API key"; trying again in \d+ ms$/,
+    );
+    expect(lines.filter((line) => line.includes("after 2 attempts (exited with code 3)"))).to.have.length(1);
+    expect(output()).not.to.contain("    at ");
+  });
+
   it("names a tool module that exports no tool", async () => {
     const child = spawn(process.execPath, [
       "dist/src/main.js",

@@ -1,6 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { McpStartError } from "./mcp-start-error.js";
 import type { McpServerSpec } from "./parse-mcp-server.js";
+import { StdioChildTransport } from "./stdio-child-transport.js";
 
 /** A live client connection to one MCP server. */
 export interface McpConnection {
@@ -37,7 +38,8 @@ export interface McpConnectionHooks {
  * Connects to `server` with the official v2 client: a stdio server is started as a child process
  * (no shell; the 2025 handshake, since probing for 2026-07-28 would start the command twice); an
  * HTTP server is probed for 2026-07-28 and falls back to the 2025 handshake. Rejects when the
- * server cannot be started or reached, or `signal` aborts first.
+ * server cannot be started or reached (a stdio server with a {@link McpStartError} that carries its
+ * exit and last stderr lines), or `signal` aborts first.
  */
 export async function connectMcpServer(
   server: McpServerSpec,
@@ -61,9 +63,9 @@ export async function connectMcpServer(
   client.onclose = () => markClosed();
   const transport =
     server.kind === "stdio"
-      ? new StdioClientTransport({ command: server.command, args: [...server.args], stderr: "pipe" })
+      ? new StdioChildTransport({ command: server.command, args: [...server.args] })
       : new StreamableHTTPClientTransport(server.url);
-  if (transport instanceof StdioClientTransport && hooks.onStderr) {
+  if (transport instanceof StdioChildTransport && hooks.onStderr) {
     const onStderr = hooks.onStderr;
     transport.stderr?.on("data", (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) if (line !== "") onStderr(line);
@@ -76,6 +78,8 @@ export async function connectMcpServer(
     signal.throwIfAborted();
   } catch (error) {
     await client.close().catch(() => undefined);
+    if (transport instanceof StdioChildTransport && !signal.aborted)
+      throw new McpStartError(await transport.report(), error);
     throw error;
   } finally {
     signal.removeEventListener("abort", onAbort);

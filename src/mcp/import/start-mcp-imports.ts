@@ -9,6 +9,7 @@ import { connectMcpServer, type McpConnection } from "./connect-mcp-server.js";
 import { createImportedTools, type McpTool } from "./imported-tools.js";
 import { listAllTools } from "./list-all-tools.js";
 import type { McpServerSpec } from "./parse-mcp-server.js";
+import { reportConnectFailure } from "./report-connect-failure.js";
 import { superviseConnection } from "./supervise-connection.js";
 
 /** Which MCP servers to import, and how far to trust them. */
@@ -101,8 +102,7 @@ export function startMcpImports(store: ToolStore, options: McpImportOptions, log
         void imported.removeAll();
         if (!stop.signal.aborted) log.warn("MCP server disconnected: its tools are removed until it is back");
       },
-      onRetry: (error, delayMs) =>
-        log.warn({ err: error, retryInMs: delayMs }, "MCP server unreachable: connecting again after a delay"),
+      onRetry: (error, delayMs, attempt) => reportConnectFailure(log, server, error, delayMs, attempt),
       signal: stop.signal,
       ...(options.backoff ? { backoff: options.backoff } : {}),
     }).then(() => imported.removeAll());

@@ -15,8 +15,12 @@ export interface SuperviseOptions<Connection extends SupervisedConnection> {
   readonly onUp: (connection: Connection) => Promise<void> | void;
   /** Called when a connection that was up is gone (remove its tools here). */
   readonly onDown: (connection: Connection) => void;
-  /** Called for each failed attempt, with the delay before the next one, in milliseconds. */
-  readonly onRetry?: (error: unknown, delayMs: number) => void;
+  /**
+   * Called for each failed attempt, with the delay before the next one in milliseconds and the
+   * attempt's place in the current streak of failures (0 for the first since start or since the
+   * last connection came up).
+   */
+  readonly onRetry?: (error: unknown, delayMs: number, attempt: number) => void;
   /** Ends supervision: no further attempt is made; the caller closes the live connection. */
   readonly signal: AbortSignal;
   /** Backoff between attempts (see reconnectDelayMs); reset once a connection came up. */
@@ -47,8 +51,8 @@ export async function superviseConnection<Connection extends SupervisedConnectio
     }
     if (connection !== undefined) options.onDown(connection);
     if (signal.aborted) break;
-    const delayMs = reconnectDelayMs(attempt++, options.backoff);
-    options.onRetry?.(reason, delayMs);
+    const delayMs = reconnectDelayMs(attempt, options.backoff);
+    options.onRetry?.(reason, delayMs, attempt++);
     await abortableDelay(delayMs, signal).catch(() => undefined);
   }
 }
