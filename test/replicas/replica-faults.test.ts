@@ -106,6 +106,25 @@ async function storedEvents(url: string, id: string) {
   }
 }
 
+/**
+ * Runs `start`, and again after the delay the server gives (its ToolError's retry_after_ms, or
+ * 100 ms) while it sheds the run with RESOURCE_EXHAUSTED or UNAVAILABLE, for up to 5 s.
+ */
+async function retryWhenShed<T>(start: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    try {
+      return await start();
+    } catch (error) {
+      const shed =
+        error instanceof ConnectError && (error.code === Code.ResourceExhausted || error.code === Code.Unavailable);
+      if (!shed || Date.now() > until) throw error;
+      const retryAfterMs = Number(error.findDetails(ToolErrorSchema)[0]?.retryAfterMs ?? 0) || 100;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(retryAfterMs, 1000)));
+    }
+  }
+}
+
 describe("Replicas under faults: a connection cut in the middle of a transaction", function () {
   this.timeout(120_000);
   const fixture = proxiedReplicasFixture(2, "cut", ["--replica-lease-ms", "1000"]);
@@ -401,11 +420,16 @@ describe("Replicas under faults: a replica partitioned from the store past its l
     proxy.heal();
     await proxy.settled();
     // What A sent during the partition reached the database after the caller's deadline: refused.
-    const again = await b.executions.startExecution({
-      toolName: "replica.writes",
-      inputs: { interval_ms: 50 },
-      options: { idempotencyKey: "sent-in-partition" },
-    });
+    // Right after the heal the store takes A's backlog, and B may shed a new run meanwhile
+    // (RESOURCE_EXHAUSTED, or UNAVAILABLE while its doorbell's heartbeat waits): a client retries
+    // after the delay it is given, as here (the key makes the retry safe).
+    const again = await retryWhenShed(() =>
+      b.executions.startExecution({
+        toolName: "replica.writes",
+        inputs: { interval_ms: 50 },
+        options: { idempotencyKey: "sent-in-partition" },
+      }),
+    );
     expect(again.deduplicated, "the creation sent in the partition was committed after the heal").to.equal(false);
     await b.executions.cancelExecution({ executionId: again.execution!.executionId });
 
