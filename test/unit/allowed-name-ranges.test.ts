@@ -2,18 +2,7 @@ import { expect } from "chai";
 import { allowedNameRanges } from "../../src/auth/allowed-name-ranges.js";
 import { actions, isAllowed, type Action, type Grant, type Identity } from "../../src/auth/permissions.js";
 import { isInRange } from "../../src/registry/name-ranges.js";
-
-/** A repeatable sequence of pseudo-random integers below `bound` (xorshift32). */
-function randomInts(seed: number): (bound: number) => number {
-  let state = seed >>> 0 || 1;
-  return (bound) => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state % bound;
-  };
-}
+import { randomInts } from "../support/random-ints.js";
 
 // Names and patterns that are prefixes of one another, neighbours in order, or equal.
 const names = ["fs", "fs.read", "fs.read.x", "fs.reads", "fs.write", "fsx.read", "fr.z", "ft.a", "net.get", "a.b"];

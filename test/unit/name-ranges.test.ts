@@ -9,18 +9,7 @@ import {
   type NameRange,
 } from "../../src/registry/name-ranges.js";
 import { SortedNames } from "../../src/registry/sorted-names.js";
-
-/** A repeatable sequence of pseudo-random integers below `bound` (xorshift32). */
-function randomInts(seed: number): (bound: number) => number {
-  let state = seed >>> 0 || 1;
-  return (bound) => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state % bound;
-  };
-}
+import { randomInts } from "../support/random-ints.js";
 
 const inAny = (ranges: readonly NameRange[], name: string): boolean => ranges.some((range) => isInRange(range, name));
 

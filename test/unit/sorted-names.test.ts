@@ -1,18 +1,6 @@
 import { expect } from "chai";
 import { SortedNames } from "../../src/registry/sorted-names.js";
-
-/** A repeatable sequence of pseudo-random integers below `bound`. */
-function randomInts(seed: number): (bound: number) => number {
-  let state = seed >>> 0 || 1;
-  return (bound) => {
-    // xorshift32
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state % bound;
-  };
-}
+import { randomInts } from "../support/random-ints.js";
 
 describe("SortedNames", () => {
   it("holds each name once, in code-unit order, across many chunks", () => {
