@@ -10,6 +10,7 @@ import { startTestServer } from "../support/test-server.js";
 import { testGate } from "../support/test-tools.js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { ActivateToolRequestSchema, ExecuteToolRequestSchema } from "../../gen/toolruntime/v1/runner_pb.js";
+import { frameWithFlag, postRawHttp2 } from "../support/raw-http2.js";
 
 /** Bytes that no protobuf message decodes: field 1, wire type 7 (there is no wire type 7). */
 const undecodable = Buffer.from([0x0f, 0x01]);
@@ -334,77 +335,44 @@ async function rawHttp(
   body: Buffer,
   extraHeaders: http2.OutgoingHttpHeaders = {},
 ): Promise<{ httpStatus: number; code: string; message: string }> {
-  const session = http2.connect(baseUrl);
-  try {
-    const stream = session.request({
-      ":method": "POST",
-      ":path": path,
-      "content-type": contentType,
-      te: "trailers",
-      ...extraHeaders,
-    });
-    const answer = new Promise<{ httpStatus: number; headers: http2.IncomingHttpHeaders; body: Buffer }>(
-      (resolve, reject) => {
-        let headers: http2.IncomingHttpHeaders = {};
-        const chunks: Buffer[] = [];
-        stream.on("response", (received) => (headers = received));
-        stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => (headers = { ...headers, ...trailers }));
-        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-        stream.on("end", () =>
-          resolve({ httpStatus: Number(headers[":status"]), headers, body: Buffer.concat(chunks) }),
-        );
-        stream.on("error", reject);
-      },
-    );
-    stream.end(body);
-    const { httpStatus, headers, body: received } = await answer;
-    if (contentType === "application/grpc") {
-      return {
-        httpStatus,
-        code: String(headers["grpc-status"]),
-        message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
-      };
-    }
-    if (contentType.startsWith("application/grpc-web")) {
-      const fields = new Map<string, string>();
-      if (headers["grpc-status"] !== undefined) {
-        fields.set("grpc-status", String(headers["grpc-status"]));
-        fields.set("grpc-message", String(headers["grpc-message"] ?? ""));
-      } else {
-        // The trailer frame (flag 0x80) carries the trailers as HTTP/1-style header lines.
-        for (const line of frameWithFlag(received, 0x80).toString().split("\r\n")) {
-          const colon = line.indexOf(":");
-          if (colon > 0) fields.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
-        }
+  const {
+    status: httpStatus,
+    headers,
+    body: received,
+  } = await postRawHttp2(baseUrl, path, contentType, body, extraHeaders);
+  if (contentType === "application/grpc") {
+    return {
+      httpStatus,
+      code: String(headers["grpc-status"]),
+      message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+    };
+  }
+  if (contentType.startsWith("application/grpc-web")) {
+    const fields = new Map<string, string>();
+    if (headers["grpc-status"] !== undefined) {
+      fields.set("grpc-status", String(headers["grpc-status"]));
+      fields.set("grpc-message", String(headers["grpc-message"] ?? ""));
+    } else {
+      // The trailer frame (flag 0x80) carries the trailers as HTTP/1-style header lines.
+      for (const line of frameWithFlag(received, 0x80).toString().split("\r\n")) {
+        const colon = line.indexOf(":");
+        if (colon > 0) fields.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
       }
-      return {
-        httpStatus,
-        code: fields.get("grpc-status") ?? "",
-        message: decodeURIComponent(fields.get("grpc-message") ?? ""),
-      };
     }
-    if (contentType.startsWith("application/connect+")) {
-      const end = JSON.parse(frameWithFlag(received, 0x02).toString()) as {
-        error?: { code: string; message: string };
-      };
-      return { httpStatus, code: end.error?.code ?? "", message: end.error?.message ?? "" };
-    }
-    // A Connect unary success is the response message itself; only an error is JSON.
-    if (!String(headers["content-type"]).startsWith("application/json")) return { httpStatus, code: "", message: "" };
-    const error = JSON.parse(received.toString()) as { code: string; message: string };
-    return { httpStatus, code: error.code, message: error.message };
-  } finally {
-    session.close();
+    return {
+      httpStatus,
+      code: fields.get("grpc-status") ?? "",
+      message: decodeURIComponent(fields.get("grpc-message") ?? ""),
+    };
   }
-}
-
-/** The contents of the first frame of `body` whose flags are `flags`; empty when there is none. */
-function frameWithFlag(body: Buffer, flags: number): Buffer {
-  let offset = 0;
-  for (let frames = 0; frames < 1000 && offset + 5 <= body.length; frames += 1) {
-    const length = body.readUInt32BE(offset + 1);
-    if (body[offset] === flags) return body.subarray(offset + 5, offset + 5 + length);
-    offset += 5 + length;
+  if (contentType.startsWith("application/connect+")) {
+    const end = JSON.parse(frameWithFlag(received, 0x02).toString()) as {
+      error?: { code: string; message: string };
+    };
+    return { httpStatus, code: end.error?.code ?? "", message: end.error?.message ?? "" };
   }
-  return Buffer.alloc(0);
+  // A Connect unary success is the response message itself; only an error is JSON.
+  if (!String(headers["content-type"]).startsWith("application/json")) return { httpStatus, code: "", message: "" };
+  const error = JSON.parse(received.toString()) as { code: string; message: string };
+  return { httpStatus, code: error.code, message: error.message };
 }

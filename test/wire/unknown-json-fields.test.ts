@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import http2 from "node:http2";
 import type { RunningServer } from "../../src/server/tool-runtime-server.js";
 import { startTestServer } from "../support/test-server.js";
+import { frameWithFlag, postRawHttp2 as post } from "../support/raw-http2.js";
 
 const executeTool = "/toolruntime.v1.RunnerService/ExecuteTool";
 const runTool = "/toolruntime.v1.RunnerService/RunTool";
@@ -13,44 +13,6 @@ function frame(text: string): Buffer {
   const header = Buffer.alloc(5);
   header.writeUInt32BE(body.length, 1);
   return Buffer.concat([header, body]);
-}
-
-/** The contents of the frame of `body` whose flags are `flags`; empty when there is none. */
-function frameWithFlag(body: Buffer, flags: number): string {
-  for (let offset = 0; offset + 5 <= body.length;) {
-    const length = body.readUInt32BE(offset + 1);
-    if (body[offset] === flags) return body.subarray(offset + 5, offset + 5 + length).toString();
-    offset += 5 + length;
-  }
-  return "";
-}
-
-/** POSTs `body` over cleartext HTTP/2 with `contentType`; resolves to the status, trailers folded into headers, and the body. */
-async function post(
-  baseUrl: string,
-  path: string,
-  contentType: string,
-  body: Buffer | string,
-): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: Buffer }> {
-  const session = http2.connect(baseUrl);
-  try {
-    const stream = session.request({ ":method": "POST", ":path": path, "content-type": contentType, te: "trailers" });
-    const answer = new Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: Buffer }>(
-      (resolve, reject) => {
-        let headers: http2.IncomingHttpHeaders = {};
-        const chunks: Buffer[] = [];
-        stream.on("response", (received) => (headers = received));
-        stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => (headers = { ...headers, ...trailers }));
-        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-        stream.on("end", () => resolve({ status: Number(headers[":status"]), headers, body: Buffer.concat(chunks) }));
-        stream.on("error", reject);
-      },
-    );
-    stream.end(body);
-    return await answer;
-  } finally {
-    session.close();
-  }
 }
 
 const unknownKey = (typeName: string, key: string) =>
@@ -116,7 +78,7 @@ describe("Unknown fields in JSON requests", () => {
 
   it("answers gRPC-Web JSON and Connect streaming JSON INVALID_ARGUMENT naming the field", async () => {
     const grpcWeb = await post(server.httpUrl, getTool, "application/grpc-web+json", frame('{"nmae":"builtin.echo"}'));
-    const trailers = frameWithFlag(grpcWeb.body, 0x80);
+    const trailers = frameWithFlag(grpcWeb.body, 0x80).toString();
     const grpcStatus = String(grpcWeb.headers["grpc-status"] ?? /grpc-status:\s*(\d+)/.exec(trailers)?.[1]);
     const grpcMessage = decodeURIComponent(
       String(grpcWeb.headers["grpc-message"] ?? /grpc-message:\s*(.*)/.exec(trailers)?.[1] ?? ""),
@@ -131,7 +93,9 @@ describe("Unknown fields in JSON requests", () => {
       "application/connect+json",
       frame('{"toolName":"builtin.echo","input":{}}'),
     );
-    const end = JSON.parse(frameWithFlag(streaming.body, 0x02)) as { error?: { code: string; message: string } };
+    const end = JSON.parse(frameWithFlag(streaming.body, 0x02).toString()) as {
+      error?: { code: string; message: string };
+    };
     expect(end.error).to.deep.equal({
       code: "invalid_argument",
       message: unknownKey("toolruntime.v1.RunToolRequest", "input"),
